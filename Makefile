@@ -1,0 +1,29 @@
+# Every target creates (once) and reuses the local virtual environment in .venv.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: demo test lint bench clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/demo.py
+
+test: $(VENV)/.installed
+	$(PY) -m ruff check streams connect tests benchmarks examples
+	$(PY) -m pytest -q -rfE
+
+lint: $(VENV)/.installed
+	$(PY) -m ruff check streams connect tests benchmarks examples
+
+bench: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) benchmarks/broker_perf.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

@@ -1,0 +1,1 @@
+"""Consumer group coordination (classic protocol) and committed offsets."""

@@ -1,0 +1,172 @@
+"""Topic administration: CreateTopics, DeleteTopics, CreatePartitions, DescribeConfigs,
+DeleteRecords."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..topics import INTERNAL_TOPICS, TOPIC_CONFIGS, TopicError
+from . import handles
+
+if TYPE_CHECKING:
+    from ..protocol import RequestContext
+    from ..server import Broker
+
+log = logging.getLogger(__name__)
+
+INVALID_REQUEST = 42
+OFFSET_OUT_OF_RANGE = 1
+UNKNOWN_TOPIC_ID = 100
+RESOURCE_TOPIC = 2
+RESOURCE_BROKER = 4
+SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_STATIC_BROKER = 4
+SOURCE_DEFAULT = 5
+
+
+@handles(19, 2, 7)
+async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results = []
+    for t in request.topics:
+        entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None,
+                                 "topic_config_error_code": 0}
+        results.append(entry)
+        try:
+            if t.assignments:
+                raise TopicError(INVALID_REQUEST, "manual replica assignment is not supported "
+                                 "on a single-node broker")
+            configs = {c.name: c.value for c in t.configs}
+            topic = broker.topics.create(
+                t.name, t.num_partitions, t.replication_factor, configs,
+                validate_only=request.validate_only,
+            )
+        except TopicError as exc:
+            entry.update(error_code=exc.code, error_message=str(exc), num_partitions=-1,
+                         replication_factor=-1)
+            continue
+        entry.update(
+            topic_id=topic.topic_id,
+            num_partitions=len(topic.partitions) or t.num_partitions,
+            replication_factor=1,
+            configs=[
+                {"name": key, "value": broker.topics.effective_config(topic, key),
+                 "read_only": False,
+                 "config_source": SOURCE_DYNAMIC_TOPIC if key in topic.configs else SOURCE_DEFAULT,
+                 "is_sensitive": False}
+                for key in sorted(TOPIC_CONFIGS)
+            ],
+        )
+    return {"throttle_time": 0, "topics": results}
+
+
+@handles(20, 1, 6)
+async def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if ctx.api_version >= 6:
+        targets = [(t.name, getattr(t, "topic_id", None)) for t in request.topics]
+    else:
+        targets = [(name, None) for name in request.topic_names]
+    responses = []
+    for name, topic_id in targets:
+        if name is None and topic_id is not None:
+            name = next((t.name for t in broker.topics.topics.values() if t.topic_id == topic_id),
+                        None)
+        entry: dict[str, Any] = {"name": name, "topic_id": topic_id or uuid.UUID(int=0),
+                                 "error_code": 0, "error_message": None}
+        responses.append(entry)
+        if name is None:
+            entry.update(error_code=UNKNOWN_TOPIC_ID, error_message="unknown topic id")
+            continue
+        try:
+            if name in INTERNAL_TOPICS:
+                raise TopicError(INVALID_REQUEST, f"internal topic {name} cannot be deleted")
+            topic = broker.topics.get(name)
+            entry["topic_id"] = topic.topic_id
+            broker.topics.delete(name)
+            broker.producers.forget_topic(name)
+        except TopicError as exc:
+            entry.update(error_code=exc.code, error_message=str(exc))
+    return {"throttle_time": 0, "responses": responses}
+
+
+@handles(37, 0, 3)
+async def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results = []
+    for t in request.topics:
+        entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
+        results.append(entry)
+        try:
+            broker.topics.add_partitions(t.name, t.count, validate_only=request.validate_only)
+        except TopicError as exc:
+            entry.update(error_code=exc.code, error_message=str(exc))
+    return {"throttle_time": 0, "results": results}
+
+
+def _broker_configs(broker: Broker) -> dict[str, str]:
+    values = broker.config.model_dump()
+    return {k.replace("_", "."): ("" if v is None else str(v)) for k, v in values.items()}
+
+
+@handles(32, 1, 4)
+async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    results = []
+    for resource in request.resources:
+        entry: dict[str, Any] = {"error_code": 0, "error_message": None,
+                                 "resource_type": resource.resource_type,
+                                 "resource_name": resource.resource_name, "configs": []}
+        results.append(entry)
+        wanted = set(resource.configuration_keys) if resource.configuration_keys else None
+        if resource.resource_type == RESOURCE_TOPIC:
+            try:
+                topic = broker.topics.get(resource.resource_name)
+            except TopicError as exc:
+                entry.update(error_code=exc.code, error_message=str(exc))
+                continue
+            for key in sorted(TOPIC_CONFIGS):
+                if wanted is not None and key not in wanted:
+                    continue
+                dynamic = key in topic.configs
+                entry["configs"].append({
+                    "name": key, "value": broker.topics.effective_config(topic, key),
+                    "read_only": False, "is_default": not dynamic,
+                    "config_source": SOURCE_DYNAMIC_TOPIC if dynamic else SOURCE_DEFAULT,
+                    "is_sensitive": False, "synonyms": [], "config_type": 0,
+                    "documentation": None,
+                })
+        elif resource.resource_type == RESOURCE_BROKER:
+            for key, value in sorted(_broker_configs(broker).items()):
+                if wanted is not None and key not in wanted:
+                    continue
+                entry["configs"].append({
+                    "name": key, "value": value, "read_only": True, "is_default": False,
+                    "config_source": SOURCE_STATIC_BROKER, "is_sensitive": False,
+                    "synonyms": [], "config_type": 0, "documentation": None,
+                })
+        else:
+            entry.update(error_code=INVALID_REQUEST,
+                         error_message=f"unsupported resource type {resource.resource_type}")
+    return {"throttle_time": 0, "results": results}
+
+
+@handles(21, 0, 2)
+async def delete_records(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    topics = []
+    for t in request.topics:
+        partitions = []
+        for p in t.partitions:
+            entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
+            partitions.append(entry)
+            try:
+                plog = broker.topics.partition(t.name, p.partition_index)
+            except TopicError as exc:
+                entry["error_code"] = exc.code
+                continue
+            target = plog.next_offset if p.offset == -1 else p.offset
+            if target < 0 or target > plog.next_offset:
+                entry["error_code"] = OFFSET_OUT_OF_RANGE
+                continue
+            plog.advance_log_start(target)
+            entry["low_watermark"] = plog.log_start_offset
+        topics.append({"name": t.name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

@@ -1,0 +1,111 @@
+"""ApiVersions, Metadata and DescribeCluster: what a client asks before anything else."""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..topics import TopicError
+from . import handles, supported_versions
+
+if TYPE_CHECKING:
+    from ..protocol import RequestContext
+    from ..server import Broker
+
+LEADER_EPOCH = 0
+
+
+@handles(18, 0, 4)
+async def api_versions(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {
+        "error_code": 0,
+        "api_keys": [
+            {"api_key": key, "min_version": lo, "max_version": hi}
+            for key, (lo, hi) in sorted(supported_versions().items())
+        ],
+        "throttle_time": 0,
+    }
+
+
+def _broker_entry(broker: Broker) -> dict[str, Any]:
+    return {"node_id": broker.node_id, "host": broker.advertised_host, "port": broker.port}
+
+
+def topic_metadata(broker: Broker, name: str, error: int = 0) -> dict[str, Any]:
+    topic = broker.topics.topics.get(name)
+    if topic is None:
+        return {"error_code": error or 3, "name": name, "topic_id": uuid.UUID(int=0),
+                "is_internal": False, "partitions": []}
+    node = broker.node_id
+    return {
+        "error_code": error,
+        "name": name,
+        "topic_id": topic.topic_id,
+        "is_internal": topic.is_internal,
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": index,
+                "leader_id": node,
+                "leader_epoch": LEADER_EPOCH,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for index in range(len(topic.partitions))
+        ],
+        "topic_authorized_operations": -2147483648,
+    }
+
+
+@handles(3, 0, 12)
+async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    requested = request.topics
+    if requested is None or (ctx.api_version == 0 and not requested):
+        names = sorted(broker.topics.topics)
+    else:
+        names = []
+        for entry in requested:
+            name = entry.name
+            if name is None:  # lookup by topic id (v10+)
+                name = next(
+                    (t.name for t in broker.topics.topics.values() if t.topic_id == entry.topic_id),
+                    None,
+                )
+            if name is not None:
+                names.append(name)
+    allow_create = getattr(request, "allow_auto_topic_creation", True)
+    topics = []
+    for name in names:
+        error = 0
+        if name not in broker.topics.topics and allow_create and broker.config.auto_create_topics_enable:
+            try:
+                broker.topics.create(name)
+            except TopicError as exc:
+                error = exc.code
+        topics.append(topic_metadata(broker, name, error))
+    return {
+        "throttle_time": 0,
+        "brokers": [_broker_entry(broker)],
+        "cluster_id": broker.topics.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": -2147483648,
+    }
+
+
+@handles(60, 0, 1)
+async def describe_cluster(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    return {
+        "throttle_time": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": getattr(request, "endpoint_type", 1),
+        "cluster_id": broker.topics.cluster_id,
+        "controller_id": broker.node_id,
+        "brokers": [
+            {"broker_id": broker.node_id, "host": broker.advertised_host, "port": broker.port,
+             "rack": None}
+        ],
+        "cluster_authorized_operations": -2147483648,
+    }

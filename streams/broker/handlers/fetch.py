@@ -1,0 +1,136 @@
+"""Fetch (with long-polling) and ListOffsets."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from ..protocol import ms
+from ..topics import TopicError
+from . import handles
+
+if TYPE_CHECKING:
+    from ..protocol import RequestContext
+    from ..server import Broker
+    from ..storage.log import PartitionLog
+
+OFFSET_OUT_OF_RANGE = 1
+READ_COMMITTED = 1
+LATEST = -1
+EARLIEST = -2
+MAX_TIMESTAMP = -3
+
+
+def stable_offset(broker: Broker, partition: PartitionLog) -> int:
+    """Last stable offset: the high watermark until transactions hold it back."""
+    lso = getattr(broker, "last_stable_offset", None)
+    return lso(partition) if lso else partition.next_offset
+
+
+def _read_partitions(
+    broker: Broker, request: Any
+) -> tuple[list[dict[str, Any]], int, list[PartitionLog]]:
+    budget = request.max_bytes if request.max_bytes > 0 else 1 << 62
+    read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    total = 0
+    responses = []
+    logs = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            entry: dict[str, Any] = {
+                "partition_index": p.partition,
+                "error_code": 0,
+                "high_watermark": -1,
+                "last_stable_offset": -1,
+                "log_start_offset": -1,
+                "aborted_transactions": [] if read_committed else None,
+                "preferred_read_replica": -1,
+                "records": b"",
+            }
+            partitions.append(entry)
+            try:
+                log = broker.topics.partition(topic.topic, p.partition)
+            except TopicError as exc:
+                entry["error_code"] = exc.code
+                continue
+            logs.append(log)
+            hw = log.next_offset
+            lso = stable_offset(broker, log)
+            entry.update(high_watermark=hw, last_stable_offset=lso,
+                         log_start_offset=log.log_start_offset)
+            if p.fetch_offset < log.log_start_offset or p.fetch_offset > hw:
+                entry["error_code"] = OFFSET_OUT_OF_RANGE
+                continue
+            upper = lso if read_committed else hw
+            limit = min(p.partition_max_bytes, budget - total)
+            if limit <= 0 and total > 0:
+                continue
+            data = log.read(p.fetch_offset, max(limit, 1), upper)
+            if read_committed and data:
+                aborted = getattr(broker, "aborted_transactions", None)
+                if aborted:
+                    entry["aborted_transactions"] = aborted(log, p.fetch_offset, upper)
+            entry["records"] = data
+            total += len(data)
+        responses.append({"topic": topic.topic, "partitions": partitions})
+    return responses, total, logs
+
+
+@handles(1, 4, 12)
+async def fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms(request.max_wait) / 1000
+    while True:
+        responses, total, logs = _read_partitions(broker, request)
+        remaining = deadline - loop.time()
+        errors = any(p["error_code"] for t in responses for p in t["partitions"])
+        satisfied = request.min_bytes <= 0 or (total > 0 and total >= request.min_bytes)
+        if satisfied or remaining <= 0 or errors or not logs:
+            break
+        waiters = []
+        for log in logs:
+            waiter = loop.create_future()
+            log.data_waiters.append(waiter)
+            waiters.append((log, waiter))
+        try:
+            await asyncio.wait([w for _, w in waiters], timeout=remaining,
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for log, waiter in waiters:
+                if not waiter.done():
+                    waiter.cancel()
+                    with contextlib.suppress(ValueError):
+                        log.data_waiters.remove(waiter)
+    return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": responses}
+
+
+@handles(2, 1, 7)
+async def list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            entry = {"partition_index": p.partition_index, "error_code": 0, "timestamp": -1,
+                     "offset": -1, "leader_epoch": 0}
+            partitions.append(entry)
+            try:
+                log = broker.topics.partition(topic.name, p.partition_index)
+            except TopicError as exc:
+                entry["error_code"] = exc.code
+                continue
+            if p.timestamp == LATEST:
+                entry["offset"] = stable_offset(broker, log) if read_committed else log.next_offset
+            elif p.timestamp == EARLIEST:
+                entry["offset"] = log.log_start_offset
+            elif p.timestamp == MAX_TIMESTAMP:
+                offset, ts = log.max_timestamp()
+                entry.update(offset=offset, timestamp=ts)
+            else:
+                found = log.offset_for_timestamp(p.timestamp)
+                if found is not None:
+                    entry.update(offset=found[0], timestamp=found[1])
+        topics.append({"name": topic.name, "partitions": partitions})
+    return {"throttle_time": 0, "topics": topics}

@@ -1,0 +1,1 @@
+"""Group APIs (registered once the coordinator lands)."""

@@ -1,0 +1,203 @@
+"""The broker process: an asyncio server speaking the Kafka protocol over TCP.
+
+Each connection reads frames in a loop and starts one task per request; a writer sends the
+answers strictly in request order. Pipelined produce requests therefore overlap their fsync waits
+(group commit), while clients still see Kafka's in-order responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import struct
+from collections.abc import Awaitable
+from typing import Any
+
+from . import handlers
+from .config import BrokerConfig
+from .groups.coordinator import GroupCoordinator
+from .producers import ProducerStateManager
+from .protocol import (
+    API_VERSIONS_KEY,
+    ProtocolError,
+    RequestContext,
+    decode_body,
+    encode_api_versions_error,
+    encode_response,
+    parse_header,
+)
+from .topics import TopicManager
+
+log = logging.getLogger("streams.broker")
+
+_SIZE = struct.Struct(">i")
+MAX_IN_FLIGHT_PER_CONNECTION = 64
+
+
+class Broker:
+    """A single-node Kafka-protocol broker. ``await start()``, then ``await stop()``."""
+
+    def __init__(self, config: BrokerConfig | None = None) -> None:
+        handlers.load_all()
+        self.config = config or BrokerConfig()
+        self.topics = TopicManager(self.config)
+        self.producers = ProducerStateManager()
+        self.groups = GroupCoordinator(self)
+        self._server: asyncio.Server | None = None
+        self._connections: set[asyncio.Task[None]] = set()
+        self._background: list[asyncio.Task[None]] = []
+        self.port = self.config.port
+
+    @property
+    def advertised_host(self) -> str:
+        return self.config.advertised_host or self.config.host
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    async def start(self) -> None:
+        self.topics.load()
+        self.producers.rebuild(self.topics)
+        await self.groups.start()
+        self._server = await asyncio.start_server(
+            self._on_connection, self.config.host, self.config.port, limit=1 << 20
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        log.info(
+            "broker %d listening on %s:%d, data in %s",
+            self.node_id,
+            self.config.host,
+            self.port,
+            self.config.data_dir,
+        )
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._connections):
+            task.cancel()
+        for task in self._background:
+            task.cancel()
+        await asyncio.gather(*self._connections, *self._background, return_exceptions=True)
+        await self.groups.stop()
+        if self._server is not None:
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+        self.topics.close()
+        log.info("broker stopped")
+
+    def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
+        """Run a background job that stops with the broker."""
+        task = asyncio.ensure_future(coro)
+        self._background.append(task)
+        task.add_done_callback(lambda t: t in self._background and self._background.remove(t))
+        return task
+
+    async def serve_forever(self) -> None:
+        assert self._server is not None
+        await self._server.serve_forever()
+
+    # -- connections --------------------------------------------------------------------------
+
+    async def _on_connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._connections.add(task)
+        peer = writer.get_extra_info("peername")
+        responses: asyncio.Queue[asyncio.Task[bytes | None] | None] = asyncio.Queue(
+            MAX_IN_FLIGHT_PER_CONNECTION
+        )
+        sender = asyncio.ensure_future(self._send_responses(responses, writer, peer))
+        try:
+            while True:
+                try:
+                    size_bytes = await reader.readexactly(4)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                (size,) = _SIZE.unpack(size_bytes)
+                if size < 8 or size > self.config.socket_request_max_bytes:
+                    log.warning(
+                        "closing connection from %s: request size %d outside [8, %d]",
+                        peer,
+                        size,
+                        self.config.socket_request_max_bytes,
+                    )
+                    break
+                try:
+                    frame = await reader.readexactly(size)
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    break
+                try:
+                    request_task = self._dispatch(frame)
+                except ProtocolError as exc:
+                    log.warning("closing connection from %s: %s", peer, exc)
+                    break
+                await responses.put(request_task)
+        finally:
+            await responses.put(None)
+            with contextlib.suppress(Exception):
+                await sender
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+            self._connections.discard(task)
+
+    def _dispatch(self, frame: bytes) -> asyncio.Task[bytes | None]:
+        ctx, pos = parse_header(frame)
+        spec = handlers.REGISTRY.get(ctx.api_key)
+        if spec is None or not spec.min_version <= ctx.api_version <= spec.max_version:
+            if ctx.api_key == API_VERSIONS_KEY:
+                data = encode_api_versions_error(
+                    ctx.correlation_id, handlers.supported_versions()
+                )
+                return asyncio.ensure_future(_ready(data))
+            raise ProtocolError(
+                f"unsupported api_key={ctx.api_key} version={ctx.api_version} "
+                f"(client {ctx.client_id!r})"
+            )
+        body = decode_body(ctx, frame, pos)
+        return asyncio.ensure_future(self._handle(spec.func, ctx, body))
+
+    async def _handle(self, func: handlers.Handler, ctx: RequestContext, body: Any) -> bytes | None:
+        result = await func(self, ctx, body)
+        if result is None:
+            return None
+        return encode_response(ctx, result)
+
+    async def _send_responses(
+        self,
+        responses: asyncio.Queue[asyncio.Task[bytes | None] | None],
+        writer: asyncio.StreamWriter,
+        peer: Any,
+    ) -> None:
+        broken = False
+        while True:
+            task = await responses.get()
+            if task is None:
+                return
+            try:
+                data = await task
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("request from %s failed; closing the connection", peer)
+                broken = True
+                writer.close()
+                continue
+            if data is None or broken:
+                continue
+            try:
+                writer.write(data)
+                if writer.transport.get_write_buffer_size() > (1 << 22):
+                    await writer.drain()
+            except ConnectionError:
+                broken = True
+
+
+async def _ready(data: bytes) -> bytes:
+    return data

@@ -1,0 +1,1 @@
+"""Partition logs on disk: segments, indexes, recovery."""

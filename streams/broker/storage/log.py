@@ -1,0 +1,293 @@
+"""A partition's log: an ordered list of segments, offset assignment, durability and reads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..records import (
+    BatchHeader,
+    iter_batches,
+    parse_header,
+    patch_base_offset,
+    set_log_append_time,
+)
+from .segment import Segment
+from .timestamps import first_record_at_or_after
+
+log = logging.getLogger(__name__)
+
+LOG_START_FILE = "log-start-offset"
+
+
+@dataclass(slots=True)
+class LogConfig:
+    """The per-topic settings the log itself uses (names follow Kafka's topic configs)."""
+
+    segment_bytes: int = 1 << 30
+    segment_ms: int = 7 * 24 * 3600 * 1000
+    index_interval_bytes: int = 4096
+    log_append_time: bool = False
+
+
+@dataclass(slots=True)
+class AppendResult:
+    base_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+
+
+class PartitionLog:
+    """Segments of one topic partition, kept in ``directory``.
+
+    Appends are synchronous writes into the page cache; durability comes from ``flush_to``,
+    which group-commits: one fdatasync covers everything appended before it started.
+    """
+
+    def __init__(self, directory: Path, config: LogConfig) -> None:
+        self.directory = directory
+        self.config = config
+        self.segments: list[Segment] = []
+        self.log_start_offset = 0
+        self._durable_offset = 0
+        self._flushing: asyncio.Future[None] | None = None
+        self.data_waiters: list[asyncio.Future[None]] = []
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        bases = sorted(
+            int(p.stem) for p in self.directory.glob("*.log") if p.stem.isdigit()
+        )
+        for base in bases:
+            self.segments.append(Segment(self.directory, base, self.config.index_interval_bytes))
+        for segment in self.segments[:-1]:
+            segment.load()
+        if self.segments:
+            self.segments[-1].recover()
+            self.segments[-1].created_ms = int(time.time() * 1000)
+        else:
+            self._new_segment(0)
+        start_file = self.directory / LOG_START_FILE
+        if start_file.exists():
+            try:
+                self.log_start_offset = int(start_file.read_text().strip() or 0)
+            except ValueError:
+                log.warning("%s: unreadable log start offset file; using segment base", start_file)
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        self.log_start_offset = min(self.log_start_offset, self.next_offset)
+        self._durable_offset = self.next_offset
+
+    def close(self) -> None:
+        for segment in self.segments:
+            try:
+                segment.sync()
+            finally:
+                segment.close()
+        self.segments = []
+
+    def delete(self) -> None:
+        for segment in self.segments:
+            segment.close()
+        self.segments = []
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    # -- properties ---------------------------------------------------------------------------
+
+    @property
+    def active(self) -> Segment:
+        return self.segments[-1]
+
+    @property
+    def next_offset(self) -> int:
+        """Log end offset; on a single node it is also the high watermark."""
+        return self.active.next_offset
+
+    @property
+    def size_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _new_segment(self, base_offset: int) -> Segment:
+        segment = Segment(self.directory, base_offset, self.config.index_interval_bytes)
+        segment.created_ms = int(time.time() * 1000)
+        self.segments.append(segment)
+        return segment
+
+    def _maybe_roll(self, incoming: int, now_ms: int) -> None:
+        active = self.active
+        if active.size == 0:
+            return
+        too_big = active.size + incoming > self.config.segment_bytes
+        too_old = now_ms - active.created_ms >= self.config.segment_ms
+        if too_big or too_old:
+            active.sync()
+            active._close_index_fds()
+            self._new_segment(active.next_offset)
+
+    def append(
+        self, data: bytearray, batches: list[tuple[int, BatchHeader]], now_ms: int | None = None
+    ) -> AppendResult:
+        """Assign offsets to validated batches (patching them in place) and write them."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        self._maybe_roll(len(data), now_ms)
+        base = self.next_offset
+        next_offset = base
+        patched: list[tuple[int, BatchHeader]] = []
+        append_time = -1
+        for pos, header in batches:
+            patch_base_offset(data, pos, next_offset)
+            if self.config.log_append_time and not header.is_control:
+                set_log_append_time(data, pos, header, now_ms)
+                append_time = now_ms
+                header = header.__class__(
+                    next_offset, *_fields_after_offset(header, now_ms, True)
+                )
+            else:
+                header = header.__class__(next_offset, *_fields_after_offset(header, 0, False))
+            patched.append((pos, header))
+            next_offset = header.last_offset + 1
+        self.active.append(data, patched)
+        self._wake_readers()
+        return AppendResult(base, append_time, self.log_start_offset)
+
+    def _wake_readers(self) -> None:
+        waiters, self.data_waiters = self.data_waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def flush_to(self, offset: int) -> None:
+        """Return once everything below ``offset`` is on disk (fdatasync, group commit)."""
+        while self._durable_offset < offset:
+            if self._flushing is None:
+                self._flushing = asyncio.ensure_future(self._flush())
+            await asyncio.shield(self._flushing)
+
+    async def _flush(self) -> None:
+        try:
+            target = self.next_offset
+            segment = self.active
+            await asyncio.get_running_loop().run_in_executor(None, segment.sync)
+            self._durable_offset = max(self._durable_offset, target)
+        finally:
+            self._flushing = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def segment_for(self, offset: int) -> Segment | None:
+        """The segment holding ``offset`` (or the next data after it, if it was removed)."""
+        lo, hi = 0, len(self.segments) - 1
+        found = None
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            if self.segments[mid].base_offset <= offset:
+                found = mid
+                lo = mid + 1
+            else:
+                hi = mid - 1
+        return self.segments[found if found is not None else 0]
+
+    def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
+        """Stored batches from ``offset`` (whole batches, at least one), below ``upper_offset``."""
+        upper = self.next_offset if upper_offset is None else upper_offset
+        if offset >= upper:
+            return b""
+        index = self.segments.index(self.segment_for(offset))  # type: ignore[arg-type]
+        for segment in self.segments[index:]:
+            if segment.next_offset <= offset:
+                continue
+            data = segment.read(offset, max_bytes)
+            if upper < segment.next_offset and data:
+                data = _cut_at_offset(data, upper)
+            if data:
+                return data
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first batch with a timestamp >= ``timestamp``."""
+        for segment in self.segments:
+            found = segment.offset_for_timestamp(timestamp)
+            if found is not None:
+                base, position = found
+                batch = segment.read_batch_at(position)
+                offset, ts = first_record_at_or_after(batch, timestamp)
+                if offset >= self.log_start_offset:
+                    return offset, ts
+        return None
+
+    def iter_active_headers(self) -> Iterator[BatchHeader]:
+        """Batch headers of the active segment, in order (state rebuilds at start)."""
+        segment = self.active
+        pos = 0
+        while pos < segment.size:
+            chunk = os.pread(segment.fd, min(segment.size - pos, 1 << 20), pos)
+            consumed = 0
+            for rel, header in iter_batches(chunk):
+                yield header
+                consumed = rel + header.size
+            if consumed == 0:
+                consumed = parse_header(chunk).size
+                yield parse_header(segment.read_batch_at(pos))
+            pos += consumed
+
+    def max_timestamp(self) -> tuple[int, int]:
+        """(offset, timestamp) of the batch holding the largest timestamp (ListOffsets -3)."""
+        best = (-1, -1)
+        for segment in self.segments:
+            if segment.max_timestamp > best[1] and segment.time_offsets:
+                best = (segment.time_offsets[-1], segment.max_timestamp)
+        return best
+
+    # -- truncation from the front ------------------------------------------------------------
+
+    def advance_log_start(self, offset: int) -> None:
+        """DeleteRecords / retention: move the log start and drop whole segments below it."""
+        offset = min(offset, self.next_offset)
+        if offset <= self.log_start_offset:
+            return
+        self.log_start_offset = offset
+        tmp = self.directory / (LOG_START_FILE + ".tmp")
+        tmp.write_text(str(offset))
+        with open(tmp, "rb+") as f:
+            os.fsync(f.fileno())
+        os.replace(tmp, self.directory / LOG_START_FILE)
+        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+            self.segments.pop(0).delete()
+
+
+def _fields_after_offset(header: BatchHeader, now_ms: int, append_time: bool) -> tuple:
+    values = (
+        header.length,
+        header.leader_epoch,
+        header.magic,
+        header.crc,
+        header.attributes,
+        header.last_offset_delta,
+        header.base_timestamp,
+        header.max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        header.record_count,
+    )
+    if append_time:
+        values = values[:6] + (now_ms, now_ms) + values[8:]
+    return values
+
+
+def _cut_at_offset(data: bytes, upper: int) -> bytes:
+    stop = 0
+    for rel, h in iter_batches(data):
+        if h.base_offset >= upper:
+            break
+        stop = rel + h.size
+    return data[:stop]

@@ -1,0 +1,300 @@
+"""One log segment: `<base offset>.log` plus a sparse offset index and a time index.
+
+Index files are an on-disk cache of what a scan of the log would rebuild: entries are appended as
+batches are written, loaded at start for closed segments, and rebuilt by scanning when they are
+missing or damaged. The log file is the only source of truth.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import struct
+from array import array
+from pathlib import Path
+
+import crc32c
+
+from ..records import HEADER_SIZE, BatchHeader, iter_batches, parse_header
+
+log = logging.getLogger(__name__)
+
+_INDEX_ENTRY = struct.Struct(">II")  # relative offset, position
+_TIME_ENTRY = struct.Struct(">qI")  # timestamp, relative offset
+_SCAN_CHUNK = 1 << 20
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment:
+    """An append-only file of record batches starting at ``base_offset``."""
+
+    def __init__(self, directory: Path, base_offset: int, index_interval_bytes: int) -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        stem = directory / segment_name(base_offset)
+        self.log_path = stem.with_suffix(".log")
+        self.index_path = stem.with_suffix(".index")
+        self.time_index_path = stem.with_suffix(".timeindex")
+        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+        self.size = os.fstat(self.fd).st_size
+        # Sparse offset index: base offset of an indexed batch -> its file position.
+        self.index_offsets = array("q")
+        self.index_positions = array("q")
+        # Time index: running max timestamp -> first offset that reached it.
+        self.time_stamps = array("q")
+        self.time_offsets = array("q")
+        self.next_offset = base_offset  # one past the last offset stored here
+        self.max_timestamp = -1
+        self.created_ms = 0
+        self._bytes_since_index = 0
+        self._index_fd: int | None = None
+        self._time_fd: int | None = None
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def recover(self) -> int:
+        """Scan the whole log, check every CRC, cut a torn or corrupt tail, rebuild the indexes.
+
+        Returns the number of bytes cut off.
+        """
+        valid_end = 0
+        self._reset_indexes()
+        pos = 0
+        while pos < self.size:
+            chunk = os.pread(self.fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
+            if len(chunk) < HEADER_SIZE:
+                break
+            header = parse_header(chunk)
+            if header.magic != 2 or header.length < HEADER_SIZE - 12:
+                break
+            if header.size > len(chunk):
+                chunk = os.pread(self.fd, header.size, pos)
+                if len(chunk) < header.size:
+                    break
+            if crc32c.crc32c(memoryview(chunk)[21 : header.size]) != header.crc:
+                break
+            consumed = 0
+            view = memoryview(chunk)
+            for rel, h in iter_batches(view):
+                if rel != consumed:
+                    break
+                if rel > 0 and crc32c.crc32c(view[rel + 21 : rel + h.size]) != h.crc:
+                    break
+                if h.base_offset < self.next_offset and self.next_offset != self.base_offset:
+                    break  # offsets went backwards: garbage
+                self._note_batch(pos + rel, h)
+                consumed = rel + h.size
+            if consumed == 0:
+                break
+            pos += consumed
+            valid_end = pos
+        cut = self.size - valid_end
+        if cut:
+            log.warning(
+                "segment %s: cutting %d bytes of torn or corrupt tail at position %d",
+                self.log_path,
+                cut,
+                valid_end,
+            )
+            os.ftruncate(self.fd, valid_end)
+            self.size = valid_end
+        self._rewrite_index_files()
+        return cut
+
+    def load(self) -> None:
+        """Open a closed segment from its index files, rebuilding them if they look damaged."""
+        try:
+            self._load_index_files()
+        except (OSError, ValueError) as exc:
+            log.warning("segment %s: index unusable (%s); rebuilding", self.log_path, exc)
+            self.recover()
+            return
+        # The last batch sits after the last index entry: walk from there to learn next_offset.
+        start = self.index_positions[-1] if self.index_positions else 0
+        tail = os.pread(self.fd, self.size - start, start)
+        last: BatchHeader | None = None
+        for _rel, h in iter_batches(tail):
+            last = h
+        if last is None and self.size:
+            self.recover()
+            return
+        if last is not None:
+            self.next_offset = last.last_offset + 1
+            self.max_timestamp = max(self.max_timestamp, last.max_timestamp)
+        self.created_ms = int(os.stat(self.log_path).st_mtime * 1000)
+
+    def _load_index_files(self) -> None:
+        self._reset_indexes()
+        if not self.index_path.exists() or not self.time_index_path.exists():
+            raise ValueError("index file missing")
+        raw = self.index_path.read_bytes()
+        raw = raw[: len(raw) - len(raw) % _INDEX_ENTRY.size]
+        for rel, position in _INDEX_ENTRY.iter_unpack(raw):
+            if position >= self.size:
+                break
+            if self.index_positions and position <= self.index_positions[-1]:
+                raise ValueError("index positions not increasing")
+            self.index_offsets.append(self.base_offset + rel)
+            self.index_positions.append(position)
+        if self.size and not self.index_positions:
+            raise ValueError("empty index for a non-empty segment")
+        raw = self.time_index_path.read_bytes()
+        raw = raw[: len(raw) - len(raw) % _TIME_ENTRY.size]
+        for ts, rel in _TIME_ENTRY.iter_unpack(raw):
+            self.time_stamps.append(ts)
+            self.time_offsets.append(self.base_offset + rel)
+            self.max_timestamp = max(self.max_timestamp, ts)
+
+    def _reset_indexes(self) -> None:
+        self.index_offsets = array("q")
+        self.index_positions = array("q")
+        self.time_stamps = array("q")
+        self.time_offsets = array("q")
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self._bytes_since_index = 0
+
+    def _rewrite_index_files(self) -> None:
+        self._close_index_fds()
+        with open(self.index_path, "wb") as f:
+            for off, position in zip(self.index_offsets, self.index_positions, strict=True):
+                f.write(_INDEX_ENTRY.pack(off - self.base_offset, position))
+        with open(self.time_index_path, "wb") as f:
+            for ts, off in zip(self.time_stamps, self.time_offsets, strict=True):
+                f.write(_TIME_ENTRY.pack(ts, off - self.base_offset))
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def _note_batch(self, position: int, header: BatchHeader) -> tuple[bool, bool]:
+        """Update in-memory indexes for a batch at ``position``; says which entries were added."""
+        add_index = not self.index_offsets or self._bytes_since_index >= self.index_interval_bytes
+        if add_index:
+            self.index_offsets.append(header.base_offset)
+            self.index_positions.append(position)
+            self._bytes_since_index = 0
+        self._bytes_since_index += header.size
+        add_time = header.max_timestamp > self.max_timestamp
+        if add_time:
+            self.max_timestamp = header.max_timestamp
+            self.time_stamps.append(header.max_timestamp)
+            self.time_offsets.append(header.base_offset)
+        self.next_offset = header.last_offset + 1
+        return add_index, add_time
+
+    def append(self, data: bytes | bytearray, headers: list[tuple[int, BatchHeader]]) -> None:
+        """Append batches (offsets already assigned) and index them."""
+        position = self.size
+        written = os.pwrite(self.fd, data, position)
+        if written != len(data):
+            raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        self.size += len(data)
+        for rel, header in headers:
+            add_index, add_time = self._note_batch(position + rel, header)
+            if add_index:
+                self._index_fd = self._index_fd or os.open(
+                    self.index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                )
+                os.write(
+                    self._index_fd,
+                    _INDEX_ENTRY.pack(header.base_offset - self.base_offset, position + rel),
+                )
+            if add_time:
+                self._time_fd = self._time_fd or os.open(
+                    self.time_index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
+                )
+                os.write(
+                    self._time_fd,
+                    _TIME_ENTRY.pack(header.max_timestamp, header.base_offset - self.base_offset),
+                )
+
+    def sync(self) -> None:
+        os.fdatasync(self.fd)
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def position_for(self, offset: int) -> int:
+        """File position of the indexed batch at or before ``offset``."""
+        i = bisect.bisect_right(self.index_offsets, offset) - 1
+        return self.index_positions[i] if i >= 0 else 0
+
+    def read(self, offset: int, max_bytes: int, max_position: int | None = None) -> bytes:
+        """Whole batches starting with the one that holds ``offset``, up to ``max_bytes``.
+
+        At least one whole batch is returned even if it is larger than ``max_bytes`` (KIP-74).
+        ``max_position`` bounds the read (e.g. to the last stable offset's position).
+        """
+        end = self.size if max_position is None else min(self.size, max_position)
+        pos = self.position_for(offset)
+        while pos < end:
+            want = min(end - pos, max_bytes + self.index_interval_bytes + HEADER_SIZE)
+            chunk = os.pread(self.fd, want, pos)
+            view = memoryview(chunk)
+            start: int | None = None
+            stop = 0
+            for rel, h in iter_batches(view):
+                if start is None:
+                    if h.last_offset < offset:
+                        stop = rel + h.size
+                        continue
+                    start = rel
+                if rel + h.size - start > max_bytes and rel > start:
+                    break
+                stop = rel + h.size
+            if start is not None:
+                if stop > start:
+                    return chunk[start:stop]
+                # The first wanted batch is bigger than the chunk: read exactly it.
+                h = parse_header(view, start)
+                return os.pread(self.fd, h.size, pos + start)
+            if stop == 0:
+                # A single batch bigger than the chunk lies before the offset: skip it.
+                h = parse_header(view, 0)
+                stop = h.size
+            pos += stop
+        return b""
+
+    def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """First batch whose max timestamp >= ``timestamp``: (base offset, file position)."""
+        if self.max_timestamp < timestamp:
+            return None
+        i = bisect.bisect_left(self.time_stamps, timestamp)
+        start_offset = self.time_offsets[i - 1] if i > 0 else self.base_offset
+        pos = self.position_for(start_offset)
+        while pos < self.size:
+            chunk = os.pread(self.fd, min(self.size - pos, _SCAN_CHUNK), pos)
+            consumed = 0
+            for rel, h in iter_batches(chunk):
+                consumed = rel + h.size
+                if h.max_timestamp >= timestamp and not h.is_control:
+                    return h.base_offset, pos + rel
+            if consumed == 0:
+                h = parse_header(chunk)
+                consumed = h.size
+            pos += consumed
+        return None
+
+    def read_batch_at(self, position: int) -> bytes:
+        header = parse_header(os.pread(self.fd, HEADER_SIZE, position))
+        return os.pread(self.fd, header.size, position)
+
+    # -- closing ------------------------------------------------------------------------------
+
+    def _close_index_fds(self) -> None:
+        for fd in (self._index_fd, self._time_fd):
+            if fd is not None:
+                os.close(fd)
+        self._index_fd = self._time_fd = None
+
+    def close(self) -> None:
+        self._close_index_fds()
+        os.close(self.fd)
+
+    def delete(self) -> None:
+        self.close()
+        for path in (self.log_path, self.index_path, self.time_index_path):
+            path.unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""The `streams` command line."""

@@ -1,0 +1,62 @@
+"""`streams broker start`: run the bundled broker in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+
+from ..broker import Broker, BrokerConfig
+from ..config import ConfigError, read_properties
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    broker = sub.add_parser("broker", help="run the bundled Kafka-protocol broker")
+    broker_sub = broker.add_subparsers(dest="broker_command", required=True)
+    start = broker_sub.add_parser("start", help="start the broker in the foreground")
+    start.add_argument("--data-dir", help="directory for logs and metadata")
+    start.add_argument("--host", help="address to listen on (default 127.0.0.1)")
+    start.add_argument("--port", type=int, help="port to listen on (default 9092)")
+    start.add_argument("--config", help="broker .properties file (Kafka broker keys)")
+    start.set_defaults(func=run_start)
+
+
+def build_config(args: argparse.Namespace) -> BrokerConfig:
+    values: dict[str, object] = dict(read_properties(args.config)) if args.config else {}
+    for key in ("data_dir", "host", "port"):
+        value = getattr(args, key)
+        if value is not None:
+            values[key] = value
+    return BrokerConfig.from_mapping(values)
+
+
+async def serve(config: BrokerConfig) -> None:
+    broker = Broker(config)
+    await broker.start()
+    print(f"broker listening on {config.host}:{broker.port} (data in {config.data_dir})",
+          flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await broker.stop()
+
+
+def run_start(args: argparse.Namespace) -> int:
+    try:
+        config = build_config(args)
+    except (ConfigError, OSError) as exc:
+        print(f"streams broker: {exc}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        asyncio.run(serve(config))
+    except OSError as exc:
+        print(f"streams broker: cannot start: {exc}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,25 @@
+"""Entry point of the `streams` command: one subcommand module per area."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from . import broker_cmd
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="streams", description="streams command line")
+    sub = parser.add_subparsers(dest="command", required=True)
+    broker_cmd.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
