@@ -1,0 +1,133 @@
+"""Test helpers: an embedded broker on a free port, a broker subprocess, and polling waits."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streams.broker import Broker, BrokerConfig
+
+
+def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05,
+               message: str = "condition") -> Any:
+    """Poll ``condition`` until it returns a truthy value; fail after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+        time.sleep(interval)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EmbeddedBroker:
+    """A Broker running on its own event loop in a background thread."""
+
+    def __init__(self, data_dir: Path, **overrides: Any) -> None:
+        self.data_dir = Path(data_dir)
+        self.overrides = {"group_initial_rebalance_delay_ms": 0, **overrides}
+        self.port = overrides.pop("port", 0) or free_port()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.thread: threading.Thread | None = None
+        self.broker: Broker | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> EmbeddedBroker:
+        config = BrokerConfig.from_mapping(
+            {"data_dir": self.data_dir, "port": self.port, **self.overrides}
+        )
+        self.loop = asyncio.new_event_loop()
+        self.broker = Broker(config)
+        self.loop.run_until_complete(self.broker.start())
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        return self
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the broker's loop and return its result."""
+        assert self.loop is not None
+
+        async def run() -> Any:
+            return fn()
+
+        return asyncio.run_coroutine_threadsafe(run(), self.loop).result(30)
+
+    def stop(self) -> None:
+        if self.loop is None or self.broker is None:
+            return
+        asyncio.run_coroutine_threadsafe(self.broker.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        assert self.thread is not None
+        self.thread.join(30)
+        self.loop.close()
+        self.loop = None
+        self.broker = None
+
+    def restart(self) -> EmbeddedBroker:
+        self.stop()
+        return self.start()
+
+
+class BrokerProcess:
+    """`streams broker start` in a child process, for crash (SIGKILL) tests."""
+
+    def __init__(self, data_dir: Path, port: int | None = None, extra: list[str] | None = None):
+        self.data_dir = Path(data_dir)
+        self.port = port or free_port()
+        self.extra = extra or []
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def start(self) -> BrokerProcess:
+        cmd = [sys.executable, "-m", "streams.cli.main", "broker", "start",
+               "--data-dir", str(self.data_dir), "--port", str(self.port), *self.extra]
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        wait_until(self._accepting, 30, message=f"broker on port {self.port}")
+        return self
+
+    def _accepting(self) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            out = self.proc.stdout.read().decode() if self.proc.stdout else ""
+            raise AssertionError(f"broker exited with {self.proc.returncode}: {out}")
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    def kill(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
