@@ -17,7 +17,7 @@ from typing import Any
 from . import handlers
 from .config import BrokerConfig
 from .groups.coordinator import GroupCoordinator
-from .producers import ProducerStateManager
+from .producers import ProducerIdAllocator
 from .protocol import (
     API_VERSIONS_KEY,
     ProtocolError,
@@ -28,6 +28,7 @@ from .protocol import (
     parse_header,
 )
 from .topics import TopicManager
+from .transactions.coordinator import TransactionCoordinator
 
 log = logging.getLogger("streams.broker")
 
@@ -42,10 +43,11 @@ class Broker:
         handlers.load_all()
         self.config = config or BrokerConfig()
         self.topics = TopicManager(self.config)
-        self.producers = ProducerStateManager()
+        self.producer_ids = ProducerIdAllocator()
         self.groups = GroupCoordinator(self)
+        self.transactions = TransactionCoordinator(self)
         self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._background: list[asyncio.Task[None]] = []
         self.port = self.config.port
 
@@ -59,8 +61,9 @@ class Broker:
 
     async def start(self) -> None:
         self.topics.load()
-        self.producers.rebuild(self.topics)
+        self.producer_ids.load(self.topics.data_dir)
         await self.groups.start()
+        await self.transactions.start()
         self._server = await asyncio.start_server(
             self._on_connection, self.config.host, self.config.port, limit=1 << 20
         )
@@ -76,11 +79,15 @@ class Broker:
     async def stop(self) -> None:
         if self._server is not None:
             self._server.close()
-        for task in list(self._connections):
-            task.cancel()
+        # Closing the transports ends each connection loop normally; cancelling the handler
+        # tasks instead trips asyncio's stream callback on Python 3.11.
+        for writer in list(self._connections.values()):
+            writer.transport.abort()
         for task in self._background:
             task.cancel()
-        await asyncio.gather(*self._connections, *self._background, return_exceptions=True)
+        if self._connections:
+            await asyncio.wait(list(self._connections), timeout=5)
+        await asyncio.gather(*self._background, return_exceptions=True)
         await self.groups.stop()
         if self._server is not None:
             with contextlib.suppress(Exception):
@@ -107,14 +114,15 @@ class Broker:
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._connections.add(task)
+        self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         responses: asyncio.Queue[asyncio.Task[bytes | None] | None] = asyncio.Queue(
             MAX_IN_FLIGHT_PER_CONNECTION
         )
+        in_flight: set[asyncio.Task[bytes | None]] = set()
         sender = asyncio.ensure_future(self._send_responses(responses, writer, peer))
         try:
-            while True:
+            while not sender.done():
                 try:
                     size_bytes = await reader.readexactly(4)
                 except (asyncio.IncompleteReadError, ConnectionError):
@@ -137,15 +145,19 @@ class Broker:
                 except ProtocolError as exc:
                     log.warning("closing connection from %s: %s", peer, exc)
                     break
+                in_flight.add(request_task)
+                request_task.add_done_callback(in_flight.discard)
                 await responses.put(request_task)
-        finally:
+            # Let the answers already under way go out, then stop the sender.
             await responses.put(None)
-            with contextlib.suppress(Exception):
-                await sender
+            await sender
+        finally:
+            for pending in (*in_flight, sender):
+                pending.cancel()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
-            self._connections.discard(task)
+            self._connections.pop(task, None)
 
     def _dispatch(self, frame: bytes) -> asyncio.Task[bytes | None]:
         ctx, pos = parse_header(frame)

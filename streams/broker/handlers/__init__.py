@@ -46,4 +46,4 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 
 def load_all() -> None:
     """Import every handler module so that it registers itself."""
-    from . import admin, cluster, fetch, groups, produce  # noqa: F401
+    from . import admin, cluster, fetch, groups, produce, transactions  # noqa: F401

@@ -84,7 +84,6 @@ async def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
             topic = broker.topics.get(name)
             entry["topic_id"] = topic.topic_id
             broker.topics.delete(name)
-            broker.producers.forget_topic(name)
         except TopicError as exc:
             entry.update(error_code=exc.code, error_message=str(exc))
     return {"throttle_time": 0, "responses": responses}

@@ -22,12 +22,6 @@ EARLIEST = -2
 MAX_TIMESTAMP = -3
 
 
-def stable_offset(broker: Broker, partition: PartitionLog) -> int:
-    """Last stable offset: the high watermark until transactions hold it back."""
-    lso = getattr(broker, "last_stable_offset", None)
-    return lso(partition) if lso else partition.next_offset
-
-
 def _read_partitions(
     broker: Broker, request: Any
 ) -> tuple[list[dict[str, Any]], int, list[PartitionLog]]:
@@ -57,7 +51,7 @@ def _read_partitions(
                 continue
             logs.append(log)
             hw = log.next_offset
-            lso = stable_offset(broker, log)
+            lso = log.last_stable_offset
             entry.update(high_watermark=hw, last_stable_offset=lso,
                          log_start_offset=log.log_start_offset)
             if p.fetch_offset < log.log_start_offset or p.fetch_offset > hw:
@@ -69,9 +63,7 @@ def _read_partitions(
                 continue
             data = log.read(p.fetch_offset, max(limit, 1), upper)
             if read_committed and data:
-                aborted = getattr(broker, "aborted_transactions", None)
-                if aborted:
-                    entry["aborted_transactions"] = aborted(log, p.fetch_offset, upper)
+                entry["aborted_transactions"] = log.aborted_transactions(p.fetch_offset, upper)
             entry["records"] = data
             total += len(data)
         responses.append({"topic": topic.topic, "partitions": partitions})
@@ -122,7 +114,7 @@ async def list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> dic
                 entry["error_code"] = exc.code
                 continue
             if p.timestamp == LATEST:
-                entry["offset"] = stable_offset(broker, log) if read_committed else log.next_offset
+                entry["offset"] = log.last_stable_offset if read_committed else log.next_offset
             elif p.timestamp == EARLIEST:
                 entry["offset"] = log.log_start_offset
             elif p.timestamp == MAX_TIMESTAMP:

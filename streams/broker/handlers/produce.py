@@ -6,8 +6,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..producers import ProducerError
 from ..records import InvalidBatch, validate_produced
+from ..storage.producer_state import ProducerError
 from ..topics import TopicError
 from . import handles
 
@@ -57,10 +57,15 @@ def append_partition(
     except InvalidBatch as exc:
         log.warning("rejected batch for %s-%d: %s", topic_name, index, exc)
         return _partition_result(index, CORRUPT_MESSAGE, str(exc)), None
-    producers = broker.producers
     try:
         for _pos, header in batches:
-            duplicate = producers.check(topic_name, index, header)
+            if header.is_transactional:
+                code = broker.transactions.verify_produce(
+                    header.producer_id, header.producer_epoch, topic_name, index
+                )
+                if code:
+                    raise ProducerError(code, "transactional batch rejected by the coordinator")
+            duplicate = partition.producer_state.check(header)
             if duplicate is not None:
                 if len(batches) == 1:
                     return _partition_result(
@@ -72,13 +77,7 @@ def append_partition(
                 raise ProducerError(45, "duplicate batch inside a multi-batch record set")
     except ProducerError as exc:
         return _partition_result(index, exc.code, str(exc)), None
-    buf = bytearray(data)
-    result = partition.append(buf, batches)
-    offset = result.base_offset
-    for pos, header in batches:
-        producers.record(topic_name, index, header, offset)
-        offset += header.last_offset_delta + 1
-        del pos
+    result = partition.append(bytearray(data), batches)
     return (
         _partition_result(
             index,
@@ -113,12 +112,10 @@ async def produce(broker: Broker, ctx: RequestContext, request: Any) -> dict[str
 @handles(22, 0, 4)
 async def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     if request.transactional_id is not None:
-        # Transactions arrive with the transaction coordinator (issue 3); until then say so.
-        return {"throttle_time": 0, "error_code": INVALID_REQUEST, "producer_id": -1,
-                "producer_epoch": -1}
+        return await broker.transactions.init_producer_id(ctx.api_version, request)
     return {
         "throttle_time": 0,
         "error_code": 0,
-        "producer_id": broker.producers.new_producer_id(),
+        "producer_id": broker.producer_ids.new_producer_id(),
         "producer_epoch": 0,
     }

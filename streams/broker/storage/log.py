@@ -18,6 +18,7 @@ from ..records import (
     patch_base_offset,
     set_log_append_time,
 )
+from .producer_state import PartitionProducerState, control_type
 from .segment import Segment
 from .timestamps import first_record_at_or_after
 
@@ -58,6 +59,7 @@ class PartitionLog:
         self._durable_offset = 0
         self._flushing: asyncio.Future[None] | None = None
         self.data_waiters: list[asyncio.Future[None]] = []
+        self.producer_state = PartitionProducerState(directory)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -84,6 +86,16 @@ class PartitionLog:
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         self.log_start_offset = min(self.log_start_offset, self.next_offset)
         self._durable_offset = self.next_offset
+        self._rebuild_producer_state()
+
+    def _rebuild_producer_state(self) -> None:
+        """Snapshot taken when the active segment started, then replay the active segment."""
+        self.producer_state.load(self.active.base_offset)
+        for position, header in self._iter_active():
+            kind = None
+            if header.is_control:
+                kind = control_type(self.active.read_batch_at(position))
+            self.producer_state.on_batch(header, kind)
 
     def close(self) -> None:
         for segment in self.segments:
@@ -131,6 +143,7 @@ class PartitionLog:
         if too_big or too_old:
             active.sync()
             active._close_index_fds()
+            self.producer_state.write_snapshot(active.next_offset)
             self._new_segment(active.next_offset)
 
     def append(
@@ -156,6 +169,9 @@ class PartitionLog:
             patched.append((pos, header))
             next_offset = header.last_offset + 1
         self.active.append(data, patched)
+        for pos, header in patched:
+            kind = control_type(bytes(data[pos : pos + header.size])) if header.is_control else None
+            self.producer_state.on_batch(header, kind)
         self._wake_readers()
         return AppendResult(base, append_time, self.log_start_offset)
 
@@ -224,20 +240,30 @@ class PartitionLog:
                     return offset, ts
         return None
 
-    def iter_active_headers(self) -> Iterator[BatchHeader]:
-        """Batch headers of the active segment, in order (state rebuilds at start)."""
+    def _iter_active(self) -> Iterator[tuple[int, BatchHeader]]:
+        """(position, header) of every batch in the active segment (state rebuilds at start)."""
         segment = self.active
         pos = 0
         while pos < segment.size:
             chunk = os.pread(segment.fd, min(segment.size - pos, 1 << 20), pos)
             consumed = 0
             for rel, header in iter_batches(chunk):
-                yield header
+                yield pos + rel, header
                 consumed = rel + header.size
             if consumed == 0:
-                consumed = parse_header(chunk).size
-                yield parse_header(segment.read_batch_at(pos))
+                header = parse_header(chunk)
+                yield pos, header
+                consumed = header.size
             pos += consumed
+
+    @property
+    def last_stable_offset(self) -> int:
+        """First offset of the earliest open transaction, else the high watermark."""
+        first = self.producer_state.first_unstable_offset()
+        return self.next_offset if first is None else first
+
+    def aborted_transactions(self, start: int, end: int) -> list[dict[str, int]]:
+        return self.producer_state.aborted_overlapping(start, end)
 
     def max_timestamp(self) -> tuple[int, int]:
         """(offset, timestamp) of the batch holding the largest timestamp (ListOffsets -3)."""
@@ -262,6 +288,7 @@ class PartitionLog:
         os.replace(tmp, self.directory / LOG_START_FILE)
         while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
             self.segments.pop(0).delete()
+        self.producer_state.truncate_before(offset)
 
 
 def _fields_after_offset(header: BatchHeader, now_ms: int, append_time: bool) -> tuple:

@@ -252,8 +252,11 @@ class Segment:
                 h = parse_header(view, start)
                 return os.pread(self.fd, h.size, pos + start)
             if stop == 0:
-                # A single batch bigger than the chunk lies before the offset: skip it.
+                # A single batch bigger than the chunk starts it: return it if it holds the
+                # offset (at least one whole batch, KIP-74), else skip it.
                 h = parse_header(view, 0)
+                if h.last_offset >= offset:
+                    return os.pread(self.fd, h.size, pos)
                 stop = h.size
             pos += stop
         return b""

@@ -1,0 +1,1 @@
+"""Transactions: the coordinator and its durable state in ``__transaction_state``."""
