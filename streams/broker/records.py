@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import crc32c
 
+from .compression import compress, decompress
+
 HEADER_SIZE = 61
 # baseOffset i64 | batchLength i32 | partitionLeaderEpoch i32 | magic i8 | crc u32 | attributes i16
 # | lastOffsetDelta i32 | baseTimestamp i64 | maxTimestamp i64 | producerId i64 | producerEpoch i16
@@ -211,17 +213,31 @@ def build_batch(
     producer_epoch: int = -1,
     base_sequence: int = -1,
     attributes: int = 0,
+    preserve_offsets: bool = False,
 ) -> bytes:
-    """Encode an uncompressed magic-2 batch."""
+    """Encode a magic-2 batch, compressed with the codec in ``attributes``' low bits.
+
+    With ``preserve_offsets`` the records keep their own offsets (compaction rewrites batches
+    with gaps); otherwise they are numbered from ``base_offset``.
+    """
     if not records:
         raise ValueError("a batch needs at least one record")
+    if preserve_offsets:
+        base_offset = records[0].offset
+        deltas = [r.offset - base_offset for r in records]
+    else:
+        deltas = list(range(len(records)))
     base_ts = records[0].timestamp
     max_ts = max(r.timestamp for r in records)
-    body = b"".join(_encode_record(i, r.timestamp - base_ts, r) for i, r in enumerate(records))
+    body = b"".join(
+        _encode_record(d, r.timestamp - base_ts, r) for d, r in zip(deltas, records, strict=True)
+    )
+    if attributes & ATTR_COMPRESSION_MASK:
+        body = compress(attributes & ATTR_COMPRESSION_MASK, body)
     tail = struct.pack(
         ">hiqqqhii",
         attributes,
-        len(records) - 1,
+        deltas[-1],
         base_ts,
         max_ts,
         producer_id,
@@ -249,43 +265,40 @@ def build_control_batch(
 
 
 def decode_records(batch: bytes | memoryview) -> list[Record]:
-    """Decode an *uncompressed* batch (internal topics only; never on the hot path)."""
+    """Decode every record of a batch, decompressing it if needed (never on the hot path)."""
     header = parse_header(batch)
+    body = bytes(batch[HEADER_SIZE : header.size])
     if header.compression:
-        raise InvalidBatch("decode_records only reads uncompressed batches")
-    pos = HEADER_SIZE
+        body = decompress(header.compression, body)
+    pos = 0
     out: list[Record] = []
     for _ in range(header.record_count):
-        _length, pos = read_varint(batch, pos)
+        _length, pos = read_varint(body, pos)
         pos += 1  # attributes
-        ts_delta, pos = read_varint(batch, pos)
-        off_delta, pos = read_varint(batch, pos)
+        ts_delta, pos = read_varint(body, pos)
+        off_delta, pos = read_varint(body, pos)
         parts: list[bytes | None] = []
         for _part in range(2):
-            size, pos = read_varint(batch, pos)
+            size, pos = read_varint(body, pos)
             if size < 0:
                 parts.append(None)
             else:
-                parts.append(bytes(batch[pos : pos + size]))
+                parts.append(body[pos : pos + size])
                 pos += size
-        nheaders, pos = read_varint(batch, pos)
+        nheaders, pos = read_varint(body, pos)
         headers = []
         for _h in range(nheaders):
-            size, pos = read_varint(batch, pos)
-            hkey = bytes(batch[pos : pos + size]).decode()
+            size, pos = read_varint(body, pos)
+            hkey = body[pos : pos + size].decode()
             pos += size
-            size, pos = read_varint(batch, pos)
-            hval = None if size < 0 else bytes(batch[pos : pos + size])
+            size, pos = read_varint(body, pos)
+            hval = None if size < 0 else body[pos : pos + size]
             if size > 0:
                 pos += size
             headers.append((hkey, hval))
-        out.append(
-            Record(
-                parts[0],
-                parts[1],
-                header.base_timestamp + ts_delta,
-                tuple(headers),
-                header.base_offset + off_delta,
-            )
+        timestamp = header.max_timestamp if header.attributes & ATTR_TIMESTAMP_LOG_APPEND else (
+            header.base_timestamp + ts_delta
         )
+        out.append(Record(parts[0], parts[1], timestamp, tuple(headers),
+                          header.base_offset + off_delta))
     return out

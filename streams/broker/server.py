@@ -17,6 +17,7 @@ from typing import Any
 from . import handlers
 from .config import BrokerConfig
 from .groups.coordinator import GroupCoordinator
+from .maintenance import maintenance_loop
 from .producers import ProducerIdAllocator
 from .protocol import (
     API_VERSIONS_KEY,
@@ -64,6 +65,7 @@ class Broker:
         self.producer_ids.load(self.topics.data_dir)
         await self.groups.start()
         await self.transactions.start()
+        self.spawn(maintenance_loop(self))
         self._server = await asyncio.start_server(
             self._on_connection, self.config.host, self.config.port, limit=1 << 20
         )

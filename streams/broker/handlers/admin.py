@@ -7,7 +7,13 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from ..topics import INTERNAL_TOPICS, TOPIC_CONFIGS, TopicError
+from ..topics import (
+    INTERNAL_TOPICS,
+    INVALID_CONFIG,
+    TOPIC_CONFIGS,
+    TopicError,
+    validate_topic_configs,
+)
 from . import handles
 
 if TYPE_CHECKING:
@@ -24,6 +30,17 @@ RESOURCE_BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
+
+# DescribeConfigs v3+ config_type of each topic config, as Kafka declares it
+# (1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST).
+TOPIC_CONFIG_TYPES = {
+    "cleanup.policy": 7, "retention.ms": 5, "retention.bytes": 5, "segment.bytes": 3,
+    "segment.ms": 5, "index.interval.bytes": 3, "max.message.bytes": 3,
+    "message.timestamp.type": 2, "delete.retention.ms": 5, "min.compaction.lag.ms": 5,
+    "max.compaction.lag.ms": 5, "min.cleanable.dirty.ratio": 6, "compression.type": 2,
+    "min.insync.replicas": 3, "unclean.leader.election.enable": 1, "file.delete.delay.ms": 5,
+    "flush.messages": 5, "flush.ms": 5, "preallocate": 1, "message.downconversion.enable": 1,
+}
 
 
 @handles(19, 2, 7)
@@ -130,8 +147,8 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
                     "name": key, "value": broker.topics.effective_config(topic, key),
                     "read_only": False, "is_default": not dynamic,
                     "config_source": SOURCE_DYNAMIC_TOPIC if dynamic else SOURCE_DEFAULT,
-                    "is_sensitive": False, "synonyms": [], "config_type": 0,
-                    "documentation": None,
+                    "is_sensitive": False, "synonyms": [],
+                    "config_type": TOPIC_CONFIG_TYPES.get(key, 0), "documentation": None,
                 })
         elif resource.resource_type == RESOURCE_BROKER:
             for key, value in sorted(_broker_configs(broker).items()):
@@ -169,3 +186,80 @@ async def delete_records(broker: Broker, ctx: RequestContext, request: Any) -> d
             entry["low_watermark"] = plog.log_start_offset
         topics.append({"name": t.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}
+
+
+SET, DELETE, APPEND, SUBTRACT = range(4)
+_LIST_CONFIGS = {"cleanup.policy"}
+
+
+def _alter_result(resource: Any, code: int = 0, message: str | None = None) -> dict[str, Any]:
+    return {"error_code": code, "error_message": message,
+            "resource_type": resource.resource_type, "resource_name": resource.resource_name}
+
+
+def _apply_incremental(current: dict[str, str], effective: Any, changes: Any) -> dict[str, str]:
+    """Kafka's SET / DELETE / APPEND / SUBTRACT on a topic's dynamic configs."""
+    updated = dict(current)
+    for change in changes:
+        name, op, value = change.name, change.config_operation, change.value
+        if op == SET:
+            updated[name] = value
+        elif op == DELETE:
+            updated.pop(name, None)
+        elif op in (APPEND, SUBTRACT):
+            if name not in _LIST_CONFIGS:
+                raise TopicError(INVALID_CONFIG, f"{name} is not a list config; use SET")
+            items = [v for v in effective(name).split(",") if v]
+            for item in (value or "").split(","):
+                if op == APPEND and item not in items:
+                    items.append(item)
+                if op == SUBTRACT and item in items:
+                    items.remove(item)
+            updated[name] = ",".join(items)
+        else:
+            raise TopicError(INVALID_REQUEST, f"unknown config operation {op}")
+    return updated
+
+
+@handles(44, 0, 1)
+async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
+    responses = []
+    for resource in request.resources:
+        if resource.resource_type != RESOURCE_TOPIC:
+            responses.append(_alter_result(resource, INVALID_REQUEST,
+                                           "only topic configs can be altered at run time"))
+            continue
+        try:
+            topic = broker.topics.get(resource.resource_name)
+            updated = _apply_incremental(
+                topic.configs, lambda key, t=topic: broker.topics.effective_config(t, key),
+                resource.configs,
+            )
+            validate_topic_configs(updated)
+            if not request.validate_only:
+                broker.topics.set_configs(topic.name, updated)
+            responses.append(_alter_result(resource))
+        except TopicError as exc:
+            responses.append(_alter_result(resource, exc.code, str(exc)))
+    return {"throttle_time": 0, "responses": responses}
+
+
+@handles(33, 0, 2)
+async def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
+    """The legacy API: the given set replaces every dynamic config of the topic."""
+    responses = []
+    for resource in request.resources:
+        if resource.resource_type != RESOURCE_TOPIC:
+            responses.append(_alter_result(resource, INVALID_REQUEST,
+                                           "only topic configs can be altered at run time"))
+            continue
+        try:
+            topic = broker.topics.get(resource.resource_name)
+            configs = {c.name: c.value for c in resource.configs}
+            validate_topic_configs(configs)
+            if not request.validate_only:
+                broker.topics.set_configs(topic.name, configs)
+            responses.append(_alter_result(resource))
+        except TopicError as exc:
+            responses.append(_alter_result(resource, exc.code, str(exc)))
+    return {"throttle_time": 0, "responses": responses}

@@ -6,7 +6,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from ..records import InvalidBatch, validate_produced
+from ..compression import CodecError
+from ..records import BatchHeader, InvalidBatch, decode_records, validate_produced
 from ..storage.producer_state import ProducerError
 from ..topics import TopicError
 from . import handles
@@ -21,7 +22,7 @@ CORRUPT_MESSAGE = 2
 MESSAGE_TOO_LARGE = 10
 INVALID_TRANSACTION_TIMEOUT = 50
 UNKNOWN_SERVER_ERROR = -1
-INVALID_REQUEST = 42
+INVALID_RECORD = 87
 
 
 def _partition_result(index: int, code: int, message: str | None = None, **extra: Any) -> dict:
@@ -57,6 +58,10 @@ def append_partition(
     except InvalidBatch as exc:
         log.warning("rejected batch for %s-%d: %s", topic_name, index, exc)
         return _partition_result(index, CORRUPT_MESSAGE, str(exc)), None
+    if "compact" in broker.topics.effective_config(topic, "cleanup.policy"):
+        problem = _keyless_record(data, batches)
+        if problem:
+            return _partition_result(index, INVALID_RECORD, problem), None
     try:
         for _pos, header in batches:
             if header.is_transactional:
@@ -88,6 +93,20 @@ def append_partition(
         ),
         partition,
     )
+
+
+def _keyless_record(data: bytes, batches: list[tuple[int, BatchHeader]]) -> str | None:
+    """Compacted topics need a key on every record (Kafka answers INVALID_RECORD)."""
+    for pos, header in batches:
+        if header.is_control:
+            continue
+        try:
+            records = decode_records(data[pos : pos + header.size])
+        except (CodecError, IndexError, ValueError) as exc:
+            return f"cannot read records to check keys: {exc}"
+        if any(r.key is None for r in records):
+            return "compacted topic requires a non-null key on every record"
+    return None
 
 
 @handles(0, 3, 9)

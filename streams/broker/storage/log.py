@@ -60,6 +60,7 @@ class PartitionLog:
         self._flushing: asyncio.Future[None] | None = None
         self.data_waiters: list[asyncio.Future[None]] = []
         self.producer_state = PartitionProducerState(directory)
+        self.cleaning = False  # the cleaner is reading closed segments: do not delete them
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -136,15 +137,20 @@ class PartitionLog:
 
     def _maybe_roll(self, incoming: int, now_ms: int) -> None:
         active = self.active
-        if active.size == 0:
-            return
         too_big = active.size + incoming > self.config.segment_bytes
         too_old = now_ms - active.created_ms >= self.config.segment_ms
         if too_big or too_old:
-            active.sync()
-            active._close_index_fds()
-            self.producer_state.write_snapshot(active.next_offset)
-            self._new_segment(active.next_offset)
+            self.roll()
+
+    def roll(self) -> None:
+        """Close the active segment and start a new one (no-op when the active one is empty)."""
+        active = self.active
+        if active.size == 0:
+            return
+        active.sync()
+        active._close_index_fds()
+        self.producer_state.write_snapshot(active.next_offset)
+        self._new_segment(active.next_offset)
 
     def append(
         self, data: bytearray, batches: list[tuple[int, BatchHeader]], now_ms: int | None = None
@@ -286,9 +292,15 @@ class PartitionLog:
         with open(tmp, "rb+") as f:
             os.fsync(f.fileno())
         os.replace(tmp, self.directory / LOG_START_FILE)
-        while len(self.segments) > 1 and self.segments[1].base_offset <= offset:
+        self.drop_segments_below_start()
+
+    def drop_segments_below_start(self) -> None:
+        """Delete whole segments below the log start offset (deferred while cleaning)."""
+        if self.cleaning:
+            return
+        while len(self.segments) > 1 and self.segments[1].base_offset <= self.log_start_offset:
             self.segments.pop(0).delete()
-        self.producer_state.truncate_before(offset)
+        self.producer_state.truncate_before(self.log_start_offset)
 
 
 def _fields_after_offset(header: BatchHeader, now_ms: int, append_time: bool) -> tuple:
