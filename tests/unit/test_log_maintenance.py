@@ -63,7 +63,7 @@ def compact(plog: PartitionLog, config: CompactionConfig, now: int = NOW) -> Non
 def test_retention_by_time_deletes_whole_old_segments(small_log: PartitionLog) -> None:
     for i in range(20):
         append(small_log, [Record(b"k", b"x" * 40, timestamp=1_000 + i)])
-    for i in range(5):
+    for _ in range(5):
         append(small_log, [Record(b"k", b"y" * 40, timestamp=NOW - 10)])
     segments_before = len(small_log.segments)
     assert segments_before > 3
@@ -78,7 +78,7 @@ def test_retention_by_time_deletes_whole_old_segments(small_log: PartitionLog) -
 
 
 def test_retention_by_bytes_keeps_the_limit(small_log: PartitionLog) -> None:
-    for i in range(40):
+    for _ in range(40):
         append(small_log, [Record(b"k", b"x" * 40, timestamp=NOW)])
     apply_retention(small_log, retention_ms=-1, retention_bytes=600, now_ms=NOW)
     assert small_log.size_bytes - small_log.segments[0].size < 600
