@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import broker_cmd
+from . import broker_cmd, consume_cmd, groups_cmd, produce_cmd, topics_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streams", description="streams command line")
     sub = parser.add_subparsers(dest="command", required=True)
     broker_cmd.add_parser(sub)
+    topics_cmd.add_parser(sub)
+    produce_cmd.add_parser(sub)
+    consume_cmd.add_parser(sub)
+    groups_cmd.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,139 @@
+"""Shared plumbing for the client commands: the bootstrap argument, starting aiokafka clients
+with a short deadline, and turning every failure into one line on stderr plus an exit code.
+
+The commands talk to the broker only through aiokafka, so they work against any Kafka cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+CONNECT_TIMEOUT_S = 5.0
+REQUEST_TIMEOUT_MS = 15_000
+
+
+class CliError(Exception):
+    """A failure to report as one line; ``code`` is the process exit status."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Startable(Protocol):
+    async def start(self) -> Any: ...
+
+
+def bootstrap_servers(value: str) -> str:
+    """argparse type: a comma-separated list of HOST:PORT with a numeric port."""
+    for server in value.split(","):
+        host, sep, port = server.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise argparse.ArgumentTypeError(f"expected HOST:PORT, got {server.strip()!r}")
+    return value
+
+
+def positive_int(value: str) -> int:
+    """argparse type: an integer >= 1 (partition counts, message counts)."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+    return number
+
+
+def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--bootstrap-servers", type=bootstrap_servers, default=DEFAULT_BOOTSTRAP,
+        metavar="HOST:PORT", help=f"broker to connect to (default {DEFAULT_BOOTSTRAP})",
+    )
+
+
+def error_message(code: int, detail: str | None = None) -> str:
+    """Kafka error code -> readable text; prefers the broker's own message."""
+    if detail:
+        return detail
+    error = for_code(code)
+    return f"{error.__name__}: {error.description}" if error.description else error.__name__
+
+
+async def start_client(client: Startable, bootstrap: str) -> None:
+    """Start an aiokafka client, failing within CONNECT_TIMEOUT_S if the broker is unreachable."""
+    try:
+        await asyncio.wait_for(client.start(), CONNECT_TIMEOUT_S)
+    except (TimeoutError, KafkaConnectionError, OSError):
+        raise CliError(f"cannot connect to a broker at {bootstrap}") from None
+
+
+@asynccontextmanager
+async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=REQUEST_TIMEOUT_MS)
+    try:
+        await start_client(admin, bootstrap)
+        yield admin
+    finally:
+        await admin.close()
+
+
+async def partition_offsets(bootstrap: str, partitions: list[TopicPartition]
+                            ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+    """(log start offsets, high watermarks) via ListOffsets, without joining any group."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                request_timeout_ms=REQUEST_TIMEOUT_MS)
+    try:
+        await start_client(consumer, bootstrap)
+        return (await consumer.beginning_offsets(partitions),
+                await consumer.end_offsets(partitions))
+    finally:
+        await consumer.stop()
+
+
+async def _stoppable(main: Callable[[], Awaitable[int | None]]) -> int | None:
+    """Run ``main`` so that SIGTERM cancels it like Ctrl-C does: clients close cleanly (a
+    consumer leaves its group) instead of the process dying mid-request."""
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    return await main()
+
+
+def run_command(prog: str, main: Callable[[], Awaitable[int | None]]) -> int:
+    """Run one command's coroutine; map every failure to one stderr line and an exit code."""
+    # aiokafka logs connection errors at ERROR level; the command reports them itself.
+    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    try:
+        return int(asyncio.run(_stoppable(main)) or 0)
+    except asyncio.CancelledError:  # SIGTERM
+        return 128 + signal.SIGTERM
+    except CliError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return exc.code
+    except KafkaConnectionError as exc:
+        print(f"{prog}: lost the connection to the broker: {exc}", file=sys.stderr)
+        return 1
+    except KafkaError as exc:
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
+    except TimeoutError:
+        print(f"{prog}: the broker did not answer in time", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `streams consume ... | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no flush error at exit
+        return 0

@@ -1,0 +1,109 @@
+"""`streams produce TOPIC`: one record per stdin line, like kafka-console-producer.sh.
+
+Lines are sent as they arrive (so typing into a terminal works), and a line without the key
+separator stops the run with Kafka's "No key separator found" error after flushing what came
+before it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import threading
+from collections.abc import AsyncIterator
+from typing import BinaryIO
+
+from aiokafka import AIOKafkaProducer
+
+from .client import (
+    REQUEST_TIMEOUT_MS,
+    CliError,
+    add_bootstrap_argument,
+    run_command,
+    start_client,
+)
+
+PROG = "streams produce"
+CHUNK = 1 << 16
+MAX_PENDING = 10_000  # sends in flight before we wait for their acknowledgements
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    produce = sub.add_parser("produce", help="send stdin lines to a topic")
+    produce.add_argument("topic")
+    produce.add_argument("--key-separator", metavar="SEP",
+                         help="split each line into key and value at the first SEP")
+    add_bootstrap_argument(produce)
+    produce.set_defaults(func=lambda a: run_command(PROG, lambda: produce_lines(a)))
+
+
+def split_line(line: bytes, separator: bytes | None, number: int) -> tuple[bytes | None, bytes]:
+    if separator is None:
+        return None, line
+    key, sep, value = line.partition(separator)
+    if not sep:
+        shown = line.decode("utf-8", "replace")
+        raise CliError(f"No key separator found on line number {number}: '{shown}'")
+    return key, value
+
+
+async def stdin_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
+    """Lines without their line ending, read by a daemon thread so Ctrl-C never waits on it."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue(maxsize=64)
+
+    def pump() -> None:
+        read = getattr(stream, "read1", stream.read)
+        while True:
+            chunk = read(CHUNK)
+            try:
+                asyncio.run_coroutine_threadsafe(chunks.put(chunk), loop).result()
+            except Exception:  # the command has finished (or failed) and closed its loop
+                return
+            if not chunk:
+                return
+
+    threading.Thread(target=pump, name="stdin-reader", daemon=True).start()
+    pending = b""
+    while chunk := await chunks.get():
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            yield line.removesuffix(b"\r")
+    if pending:
+        yield pending.removesuffix(b"\r")
+
+
+async def produce_lines(args: argparse.Namespace) -> int:
+    separator = args.key_separator.encode() if args.key_separator else None
+    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, acks="all",
+                                linger_ms=5, request_timeout_ms=REQUEST_TIMEOUT_MS)
+    sent = 0
+    try:
+        await start_client(producer, args.bootstrap_servers)
+        pending: list[asyncio.Future] = []
+        try:
+            number = 0
+            async for line in stdin_lines(sys.stdin.buffer):
+                number += 1
+                key, value = split_line(line, separator, number)
+                pending.append(await producer.send(args.topic, value=value, key=key))
+                if len(pending) >= MAX_PENDING:
+                    sent += await _acknowledged(pending)
+        finally:
+            sent += await _acknowledged(pending)
+    finally:
+        await producer.stop()
+    print(f"Produced {sent} records to {args.topic}.", file=sys.stderr)
+    return 0
+
+
+async def _acknowledged(pending: list[asyncio.Future]) -> int:
+    """Wait for the broker to acknowledge every pending send; raises the first failure."""
+    count = len(pending)
+    try:
+        await asyncio.gather(*pending)
+    finally:
+        pending.clear()
+    return count
