@@ -56,7 +56,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("name")
     delete.set_defaults(func=lambda a: run_command(PROG, lambda: delete_topic(a)))
 
-    for parser in (create, listing, describe, delete):
+    alter = topics_sub.add_parser("alter", help="set or remove topic configs")
+    alter.add_argument("name")
+    alter.add_argument("--config", type=config_pair, action="append", default=[],
+                       metavar="KEY=VALUE", help="config to set, e.g. retention.ms=60000")
+    alter.add_argument("--delete-config", action="append", default=[], metavar="KEY",
+                       help="config to return to its default")
+    alter.set_defaults(func=lambda a: run_command(PROG, lambda: alter_topic(a)))
+
+    for parser in (create, listing, describe, delete, alter):
         add_bootstrap_argument(parser)
 
 
@@ -141,4 +149,35 @@ async def delete_topic(args: argparse.Namespace) -> int:
             raise CliError(f"cannot delete topic {name!r}: "
                            f"{error_message(code, rest[0] if rest else None)}")
     print(f"Deleted topic {args.name}.")
+    return 0
+
+
+async def alter_topic(args: argparse.Namespace) -> int:
+    """Merge the changes into the topic's current overrides and write them back.
+
+    aiokafka speaks only the legacy AlterConfigs API, which replaces every override, so the
+    current overrides are read first (what kafka-configs.sh --add-config does incrementally).
+    """
+    if not args.config and not args.delete_config:
+        raise CliError("nothing to alter: give --config KEY=VALUE or --delete-config KEY", 2)
+    name = args.name
+    async with admin_client(args.bootstrap_servers) as admin:
+        await _require_topic(admin, name)
+        current = _topic_overrides(
+            await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)]), name
+        )
+        updated = {**current, **dict(args.config)}
+        for key in args.delete_config:
+            updated.pop(key, None)
+        responses = await admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, configs=updated)]
+        )
+    for response in responses:
+        for resource in response.to_object()["resources"]:
+            if resource["error_code"]:
+                raise CliError(f"cannot alter topic {name!r}: "
+                               f"{error_message(resource['error_code'], resource['error_message'])}")
+    changes = ", ".join([f"{k}={v}" for k, v in args.config] +
+                        [f"{k} (default)" for k in args.delete_config])
+    print(f"Altered topic {name}: {changes}.")
     return 0

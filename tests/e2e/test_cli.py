@@ -59,6 +59,20 @@ def test_topics_create_list_describe_delete(broker) -> None:
     assert_one_line_error(cli("topics", "delete", "clicks", *bs), 1, "clicks", "does not exist")
 
 
+def test_topics_alter_sets_and_removes_configs(broker) -> None:
+    bs = ("--bootstrap-servers", broker.bootstrap)
+    ok("topics", "create", "tuned", "--config", "retention.ms=60000", *bs)
+    out = ok("topics", "alter", "tuned", "--config", "cleanup.policy=compact",
+             "--delete-config", "retention.ms", *bs)
+    assert "Altered topic tuned" in out
+    header = ok("topics", "describe", "tuned", *bs).splitlines()[0]
+    assert header.endswith("Configs: cleanup.policy=compact")
+    assert_one_line_error(cli("topics", "alter", "tuned", "--config", "retention.ms=soon", *bs),
+                          1, "retention.ms")
+    assert ok("topics", "describe", "tuned", *bs).splitlines()[0].endswith(
+        "Configs: cleanup.policy=compact")
+
+
 def test_describe_missing_topic_fails_without_creating_it(broker) -> None:
     bs = ("--bootstrap-servers", broker.bootstrap)
     assert_one_line_error(cli("topics", "describe", "ghost", *bs), 1, "ghost", "does not exist")
