@@ -103,14 +103,18 @@ class BrokerProcess:
         cmd = [sys.executable, "-m", "streams.cli.main", "broker", "start",
                "--data-dir", str(self.data_dir), "--port", str(self.port), *self.extra]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+        # The log goes to a file beside the data: a pipe nobody reads could fill and block it.
+        self.log_path = self.data_dir.parent / f"broker-{self.port}.log"
+        self.data_dir.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log_file:
+            self.proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT, env=env)
         wait_until(self._accepting, 30, message=f"broker on port {self.port}")
         return self
 
     def _accepting(self) -> bool:
         assert self.proc is not None
         if self.proc.poll() is not None:
-            out = self.proc.stdout.read().decode() if self.proc.stdout else ""
+            out = self.log_path.read_text(errors="replace")[-4000:]
             raise AssertionError(f"broker exited with {self.proc.returncode}: {out}")
         try:
             with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):

@@ -21,6 +21,8 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
+from . import bounds
+
 _HEADER = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -105,6 +107,11 @@ def request_is_flexible(api_key: int, api_version: int) -> bool:
 
 
 @functools.cache
+def _request_type(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)
+
+
+@functools.cache
 def _request_reader(api_key: int, api_version: int) -> Any:
     return entity_reader(load_request_schema(api_key, api_version))
 
@@ -122,6 +129,10 @@ def _response_writer(api_key: int, api_version: int) -> Any:
 def decode_body(ctx: RequestContext, frame: bytes | memoryview, pos: int) -> Any:
     """Decode the request body with kio; any failure is a ProtocolError."""
     try:
+        # kio's native reader reserves memory for a compact array from its count before reading
+        # it (a huge count aborts the process); legacy arrays fail cleanly. Check counts first.
+        if ctx.flexible:
+            bounds.check(_request_type(ctx.api_key, ctx.api_version), frame, pos)
         entity, _size = _request_reader(ctx.api_key, ctx.api_version)(frame, pos)
     except Exception as exc:  # kio raises assorted errors on bad bytes
         raise ProtocolError(

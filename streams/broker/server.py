@@ -127,7 +127,12 @@ class Broker:
             while not sender.done():
                 try:
                     size_bytes = await reader.readexactly(4)
-                except (asyncio.IncompleteReadError, ConnectionError):
+                except asyncio.IncompleteReadError as exc:
+                    if exc.partial:
+                        log.warning("connection from %s closed inside a size prefix (%d of 4 "
+                                    "bytes)", peer, len(exc.partial))
+                    break
+                except ConnectionError:
                     break
                 (size,) = _SIZE.unpack(size_bytes)
                 if size < 8 or size > self.config.socket_request_max_bytes:
@@ -140,7 +145,10 @@ class Broker:
                     break
                 try:
                     frame = await reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError):
+                except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                    got = len(exc.partial) if isinstance(exc, asyncio.IncompleteReadError) else 0
+                    log.warning("connection from %s closed inside a %d-byte request (%s after "
+                                "%d bytes)", peer, size, type(exc).__name__, got)
                     break
                 try:
                     request_task = self._dispatch(frame)
