@@ -151,9 +151,10 @@ def encode_response(ctx: RequestContext, body: dict[str, Any]) -> bytes:
     if ctx.flexible and ctx.api_key != API_VERSIONS_KEY:
         out.write(b"\0")
     _response_writer(ctx.api_key, ctx.api_version)(out, entity)
-    data = out.getbuffer()
-    _I32.pack_into(data, 0, len(data) - 4)
-    return bytes(data)
+    size = out.tell() - 4
+    out.seek(0)
+    out.write(_I32.pack(size))
+    return out.getvalue()  # one copy; bytes(getbuffer()) would add a second
 
 
 def encode_api_versions_error(correlation_id: int, supported: dict[int, tuple[int, int]]) -> bytes:
