@@ -1,0 +1,210 @@
+"""Committed offsets as the group APIs see them: OffsetCommit/OffsetFetch rules, offset
+expiry, DeleteGroups, and the small API the transaction coordinator calls (KIP-447).
+
+A mixin of GroupCoordinator, kept apart so membership and offsets each read on their own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from ..topics import OFFSETS_TOPIC
+from . import errors
+from .group import Group, GroupState
+from .offsets import OffsetStore, TopicPartition
+from .offsets_codec import OffsetAndMetadata
+
+if TYPE_CHECKING:
+    from ..config import BrokerConfig
+    from ..server import Broker
+
+log = logging.getLogger(__name__)
+
+OFFSET_METADATA_MAX_BYTES = 4096  # Kafka's offset.metadata.max.bytes
+EMPTY = GroupState.EMPTY
+COMPLETING = GroupState.COMPLETING_REBALANCE
+DEAD = GroupState.DEAD
+
+
+class OffsetOperations:
+    """Offset-side operations of the group coordinator."""
+
+    broker: Broker
+    config: BrokerConfig
+    groups: dict[str, Group]
+    offsets: OffsetStore
+
+    @staticmethod
+    def _now() -> float:
+        return asyncio.get_running_loop().time()
+
+    def _get_or_create(self, group_id: str) -> Group:
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = Group(group_id)
+        return group
+
+    async def expire_offsets(self, now_ms: int) -> int:
+        """offsets.retention.minutes: drop the offsets of groups Empty for that long (counted
+        from the later of the group emptying and the commit), then forget groups that have
+        nothing left. Returns how many offsets were removed."""
+        retention_ms = self.config.offsets_retention_minutes * 60_000
+        removed = 0
+        for group in list(self.groups.values()):
+            if not group.is_(EMPTY):
+                continue
+            expired = [
+                tp for tp, value in self.offsets.all_for(group.group_id).items()
+                if now_ms - max(group.state_since_ms, value.commit_timestamp) >= retention_ms
+            ]
+            if expired:
+                await self.offsets.delete_offsets(group.group_id, expired)
+                removed += len(expired)
+                log.info("group %s: %d committed offset(s) expired", group.group_id,
+                         len(expired))
+            if (self.groups.get(group.group_id) is group and group.is_(EMPTY)
+                    and not group.pending_members
+                    and not self.offsets.has_offsets(group.group_id)
+                    and not self.offsets.has_pending(group.group_id)):
+                group.transition_to(DEAD)
+                group.cancel_join_timer()
+                del self.groups[group.group_id]
+        return removed
+
+    # -- API for the transaction coordinator ---------------------------------------------------
+
+    def validate_member(self, group_id: str, generation_id: int, member_id: str,
+                        group_instance_id: str | None) -> int:
+        """TxnOffsetCommit's check (KIP-447): a set member id must be known, a set generation
+        must be current, a static member must not be fenced. Returns an error code."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return errors.NONE
+        if group.is_(DEAD):
+            return errors.COORDINATOR_NOT_AVAILABLE
+        if group.static_member_fenced(member_id, group_instance_id):
+            return errors.FENCED_INSTANCE_ID
+        if member_id and not group.has_member(member_id):
+            return errors.UNKNOWN_MEMBER_ID
+        if generation_id >= 0 and generation_id != group.generation_id:
+            return errors.ILLEGAL_GENERATION
+        return errors.NONE
+
+    async def stage_transactional_offsets(
+        self, producer_id: int, producer_epoch: int, group_id: str,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, int]:
+        """Write offsets inside a transaction; they stay pending until complete_transaction."""
+        results, accepted = self._check_partitions(offsets)
+        self._get_or_create(group_id)
+        await self.offsets.stage_transactional(producer_id, producer_epoch, group_id, accepted)
+        return results
+
+    def complete_transaction(self, producer_id: int, commit: bool) -> None:
+        """Called once the COMMIT/ABORT markers are written, including to the group's offsets
+        partition: pending offsets of that producer become visible, or are dropped."""
+        self.offsets.complete_transaction(producer_id, commit)
+
+    def offsets_partition_for(self, group_id: str) -> tuple[str, int]:
+        """The ``__consumer_offsets`` partition holding the group (created on first use)."""
+        self.offsets.ensure_topic()
+        return OFFSETS_TOPIC, self.offsets.partition_for(group_id)
+
+    async def store_offsets(self, group_id: str,
+                            offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                            ) -> dict[TopicPartition, int]:
+        """Commit offsets whose sender was already validated; returns an error per partition."""
+        results, accepted = self._check_partitions(offsets)
+        await self.offsets.commit(group_id, accepted)
+        return results
+
+    # -- OffsetCommit / OffsetFetch -----------------------------------------------------------
+
+    async def commit_offsets(
+        self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
+        offsets: Mapping[TopicPartition, OffsetAndMetadata],
+    ) -> dict[TopicPartition, int]:
+        error = self._check_commit(group_id, generation_id, member_id, group_instance_id)
+        if error:
+            return dict.fromkeys(offsets, error)
+        return await self.store_offsets(group_id, offsets)
+
+    def _check_commit(self, group_id: str, generation_id: int, member_id: str,
+                      group_instance_id: str | None) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id < 0:  # a group that only stores offsets here
+                self._get_or_create(group_id)
+                return errors.NONE
+            return errors.ILLEGAL_GENERATION
+        if group.is_(DEAD):
+            return errors.COORDINATOR_NOT_AVAILABLE
+        if group.static_member_fenced(member_id, group_instance_id):
+            return errors.FENCED_INSTANCE_ID
+        if generation_id < 0 and group.is_(EMPTY):
+            return errors.NONE
+        if not group.has_member(member_id):
+            return errors.UNKNOWN_MEMBER_ID
+        if generation_id != group.generation_id:
+            return errors.ILLEGAL_GENERATION
+        if group.is_(COMPLETING):
+            return errors.REBALANCE_IN_PROGRESS
+        group.members[member_id].last_heartbeat = self._now()
+        return errors.NONE
+
+    def _check_partitions(self, offsets: Mapping[TopicPartition, OffsetAndMetadata]
+                          ) -> tuple[dict[TopicPartition, int],
+                                     dict[TopicPartition, OffsetAndMetadata]]:
+        results: dict[TopicPartition, int] = {}
+        accepted: dict[TopicPartition, OffsetAndMetadata] = {}
+        topics = self.broker.topics.topics
+        for (topic, partition), value in offsets.items():
+            known = topics.get(topic)
+            if known is None or not 0 <= partition < len(known.partitions):
+                results[(topic, partition)] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif len(value.metadata.encode("utf-8")) > OFFSET_METADATA_MAX_BYTES:
+                results[(topic, partition)] = errors.OFFSET_METADATA_TOO_LARGE
+            else:
+                results[(topic, partition)] = errors.NONE
+                accepted[(topic, partition)] = value
+        return results, accepted
+
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool = False,
+    ) -> list[tuple[TopicPartition, OffsetAndMetadata | None, int]]:
+        """Committed offsets (None = nothing committed); ``partitions=None`` means all."""
+        if partitions is None:
+            committed = self.offsets.all_for(group_id)
+            wanted: list[TopicPartition] = sorted(committed)
+        else:
+            wanted = partitions
+        out = []
+        for tp in wanted:
+            if require_stable and self.offsets.has_pending(group_id, tp):
+                out.append((tp, None, errors.UNSTABLE_OFFSET_COMMIT))
+            else:
+                out.append((tp, self.offsets.get(group_id, tp), errors.NONE))
+        return out
+
+    # -- DeleteGroups -------------------------------------------------------------------------
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, int]:
+        """Only Empty groups can go; their offsets are tombstoned in __consumer_offsets."""
+        results: dict[str, int] = {}
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is None or group.is_(DEAD):
+                results[group_id] = errors.GROUP_ID_NOT_FOUND
+            elif not group.is_(EMPTY):
+                results[group_id] = errors.NON_EMPTY_GROUP
+            else:
+                group.transition_to(DEAD)
+                group.cancel_join_timer()
+                del self.groups[group_id]
+                await self.offsets.delete_group(group_id)
+                results[group_id] = errors.NONE
+                log.info("deleted group %s", group_id)
+        return results
