@@ -41,6 +41,7 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     flexible: bool
+    client_host: str = ""
 
 
 def parse_header(frame: bytes | memoryview) -> tuple[RequestContext, int]:

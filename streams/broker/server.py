@@ -118,6 +118,7 @@ class Broker:
         assert task is not None
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
+        client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         responses: asyncio.Queue[asyncio.Task[bytes | None] | None] = asyncio.Queue(
             MAX_IN_FLIGHT_PER_CONNECTION
         )
@@ -151,7 +152,7 @@ class Broker:
                                 "%d bytes)", peer, size, type(exc).__name__, got)
                     break
                 try:
-                    request_task = self._dispatch(frame)
+                    request_task = self._dispatch(frame, client_host)
                 except ProtocolError as exc:
                     log.warning("closing connection from %s: %s", peer, exc)
                     break
@@ -169,8 +170,9 @@ class Broker:
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
-    def _dispatch(self, frame: bytes) -> asyncio.Task[bytes | None]:
+    def _dispatch(self, frame: bytes, client_host: str) -> asyncio.Task[bytes | None]:
         ctx, pos = parse_header(frame)
+        ctx.client_host = client_host
         spec = handlers.REGISTRY.get(ctx.api_key)
         if spec is None or not spec.min_version <= ctx.api_version <= spec.max_version:
             if ctx.api_key == API_VERSIONS_KEY:

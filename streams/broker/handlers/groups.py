@@ -27,7 +27,7 @@ GROUP_TYPE_CLASSIC = "classic"
 
 
 def _client_host(ctx: RequestContext) -> str:
-    return str(getattr(ctx, "client_host", "") or "")
+    return ctx.client_host
 
 
 # -- FindCoordinator ----------------------------------------------------------------------------
