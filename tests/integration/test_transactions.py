@@ -170,3 +170,44 @@ def test_transaction_state_survives_restart(broker) -> None:
     assert read_values(broker.bootstrap, "txn-durable", "read_committed", 2) == [
         b"committed-before-restart", b"after-restart"
     ]
+
+
+def test_aiokafka_send_offsets_to_transaction_commits_with_output(broker) -> None:
+    """aiokafka (the runtime's client) uses every transaction API at v0, TxnOffsetCommit too."""
+
+    async def run() -> int | None:
+        seed = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+        await seed.start()
+        for i in range(10):
+            await seed.send("eos-aio-in", f"in-{i}".encode(), partition=0)
+        await seed.stop()
+        consumer = AIOKafkaConsumer("eos-aio-in", bootstrap_servers=broker.bootstrap,
+                                    group_id="eos-aio", enable_auto_commit=False,
+                                    auto_offset_reset="earliest",
+                                    isolation_level="read_committed")
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="eos-a")
+        await consumer.start()
+        await producer.start()
+        try:
+            seen = 0
+            while seen < 10:
+                batch = await consumer.getmany(timeout_ms=1000)
+                records = [r for rs in batch.values() for r in rs]
+                if not records:
+                    continue
+                async with producer.transaction():
+                    for r in records:
+                        await producer.send("eos-aio-out", r.value.upper(), partition=0)
+                    offsets = {tp: rs[-1].offset + 1 for tp, rs in batch.items()}
+                    await producer.send_offsets_to_transaction(offsets, "eos-aio")
+                seen += len(records)
+            committed = await consumer.committed(TopicPartition("eos-aio-in", 0))
+        finally:
+            await producer.stop()
+            await consumer.stop()
+        return committed
+
+    assert asyncio.run(run()) == 10
+    assert read_values(broker.bootstrap, "eos-aio-out", "read_committed", 10) == [
+        f"IN-{i}".encode() for i in range(10)
+    ]
