@@ -1,0 +1,105 @@
+"""``StreamsBuilder``: the entry point of the DSL.
+
+DSL calls add nodes to a ``Topology`` as they are made. Generated names follow Kafka's
+``<PREFIX>-<10-digit counter>`` scheme with one counter per builder, so ``describe()`` output
+lines up with Kafka Streams' for the same program.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..processor.aggregate import TableSourceProcessor
+from ..serde import Serde
+from ..state.stores import StoreBuilder
+from ..topology.topology import TimestampExtractor, Topology
+from .materialized import Materialized
+
+if TYPE_CHECKING:
+    from .kstream import KStream
+    from .ktable import GlobalKTable, KTable
+
+
+class StreamsBuilder:
+    def __init__(self) -> None:
+        self.topology = Topology()
+        self._index = 0
+
+    # -- naming -------------------------------------------------------------------------------
+
+    def next_index(self) -> int:
+        index = self._index
+        self._index += 1
+        return index
+
+    def new_name(self, prefix: str) -> str:
+        return f"{prefix}-{self.next_index():010d}"
+
+    def new_store_name(self, prefix: str) -> str:
+        return f"{prefix}STATE-STORE-{self.next_index():010d}"
+
+    # -- sources ------------------------------------------------------------------------------
+
+    def stream(self, topic_or_topics: str | list[str], *, key_serde: Serde[Any] | None = None,
+               value_serde: Serde[Any] | None = None,
+               timestamp_extractor: TimestampExtractor | None = None) -> KStream:
+        from .kstream import KStream
+
+        name = self.new_name("KSTREAM-SOURCE")
+        self.topology.add_source(name, topic_or_topics, key_serde=key_serde,
+                                 value_serde=value_serde,
+                                 timestamp_extractor=timestamp_extractor)
+        return KStream(self, name, key_serde, value_serde)
+
+    def table(self, topic: str, *, key_serde: Serde[Any] | None = None,
+              value_serde: Serde[Any] | None = None,
+              materialized: Materialized | str | None = None) -> KTable:
+        from .ktable import KTable
+
+        mat = Materialized.of(materialized)
+        store_name = mat.name or self.new_store_name(f"{topic}-")
+        source = self.new_name("KSTREAM-SOURCE")
+        table_source = self.new_name("KTABLE-SOURCE")
+        key_serde = mat.key_serde or key_serde
+        value_serde = mat.value_serde or value_serde
+        self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
+        self.topology.add_processor(table_source, lambda: TableSourceProcessor(store_name), source)
+        self.topology.add_state_store(
+            self.store_builder(store_name, mat, key_serde, value_serde), table_source
+        )
+        return KTable(self, table_source, store_name, key_serde, value_serde)
+
+    def global_table(self, topic: str, *, key_serde: Serde[Any] | None = None,
+                     value_serde: Serde[Any] | None = None,
+                     materialized: Materialized | str | None = None) -> GlobalKTable:
+        from .ktable import GlobalKTable
+
+        mat = Materialized.of(materialized)
+        store_name = mat.name or self.new_store_name(f"{topic}-")
+        source = self.new_name("KSTREAM-SOURCE")
+        processor = self.new_name("KTABLE-SOURCE")
+        key_serde = mat.key_serde or key_serde
+        value_serde = mat.value_serde or value_serde
+        self.topology.add_global_store(
+            self.store_builder(store_name, mat, key_serde, value_serde), source, topic,
+            processor, lambda: TableSourceProcessor(store_name),
+            key_serde=key_serde, value_serde=value_serde,
+        )
+        return GlobalKTable(self, store_name, key_serde, value_serde)
+
+    def add_state_store(self, store_builder: StoreBuilder) -> StreamsBuilder:
+        self.topology.add_state_store(store_builder)
+        return self
+
+    def build(self) -> Topology:
+        return self.topology
+
+    # -- helpers for DSL classes --------------------------------------------------------------
+
+    @staticmethod
+    def store_builder(name: str, mat: Materialized, key_serde: Serde[Any] | None,
+                      value_serde: Serde[Any] | None, kind: str = "kv", **extra: Any
+                      ) -> StoreBuilder:
+        return StoreBuilder(name, kind, mat.key_serde or key_serde,
+                            mat.value_serde or value_serde, mat.store_type,
+                            logging=mat.logging, **extra)

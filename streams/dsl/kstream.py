@@ -1,0 +1,236 @@
+"""``KStream``: a record stream and its operators.
+
+Key-changing operators (``map``, ``flat_map``, ``select_key``, ``process``) only *mark* the
+stream; the operators that need co-located keys (``group_by_key``, ``to_table``, joins) insert a
+repartition topic when the mark is set (reference §1.0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..processor.api import ProcessorSupplier
+from ..processor.stateless import (
+    BranchProcessor,
+    DropNullKeyProcessor,
+    FilterProcessor,
+    FlatMapProcessor,
+    FlatMapValuesProcessor,
+    MapProcessor,
+    MapValuesProcessor,
+    PassThroughProcessor,
+    PeekProcessor,
+    SelectKeyProcessor,
+)
+from ..serde import Serde
+from ..topology.topology import StreamPartitioner, TopicNameExtractor
+from .materialized import Materialized
+
+if TYPE_CHECKING:
+    from .builder import StreamsBuilder
+    from .grouped import KGroupedStream
+    from .ktable import KTable
+
+
+class KStream:
+    def __init__(self, builder: StreamsBuilder, node: str, key_serde: Serde[Any] | None,
+                 value_serde: Serde[Any] | None, repartition_required: bool = False) -> None:
+        self.builder = builder
+        self.node = node
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.repartition_required = repartition_required
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    def _add(self, prefix: str, supplier: ProcessorSupplier, *, key_changed: bool = False,
+             keep_value_serde: bool = True) -> KStream:
+        name = self.builder.new_name(prefix)
+        self.builder.topology.add_processor(name, supplier, self.node)
+        return KStream(
+            self.builder, name,
+            None if key_changed else self.key_serde,
+            self.value_serde if keep_value_serde else None,
+            self.repartition_required or key_changed,
+        )
+
+    def repartition_for(self, base: str, key_serde: Serde[Any] | None = None,
+                        value_serde: Serde[Any] | None = None,
+                        partitions: int | None = None) -> KStream:
+        """Route through ``<application.id>-<base>-repartition`` (filter, sink, source)."""
+        builder = self.builder
+        topology = builder.topology
+        topic = f"{base}-repartition"
+        key_serde = key_serde or self.key_serde
+        value_serde = value_serde or self.value_serde
+        filter_name, sink_name, source_name = (f"{topic}-filter", f"{topic}-sink",
+                                               f"{topic}-source")
+        for _ in range(3):  # Kafka spends three counter values on these nodes
+            builder.next_index()
+        topology.add_internal_topic(topic, "repartition", partitions,
+                                    {"cleanup.policy": "delete", "retention.ms": "-1",
+                                     "segment.bytes": "52428800"})
+        topology.add_processor(filter_name, DropNullKeyProcessor, self.node)
+        topology.add_sink(sink_name, topic, filter_name, key_serde=key_serde,
+                          value_serde=value_serde)
+        topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
+        return KStream(builder, source_name, key_serde, value_serde, False)
+
+    # -- stateless ----------------------------------------------------------------------------
+
+    def filter(self, predicate: Callable[[Any, Any], bool]) -> KStream:
+        return self._add("KSTREAM-FILTER", lambda: FilterProcessor(predicate))
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool]) -> KStream:
+        return self._add("KSTREAM-FILTER", lambda: FilterProcessor(predicate, negate=True))
+
+    def map(self, fn: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
+        return self._add("KSTREAM-MAP", lambda: MapProcessor(fn), key_changed=True,
+                         keep_value_serde=False)
+
+    def map_values(self, fn: Callable[[Any], Any]) -> KStream:
+        return self._add("KSTREAM-MAPVALUES", lambda: MapValuesProcessor(fn),
+                         keep_value_serde=False)
+
+    def flat_map(self, fn: Callable[[Any, Any], Any]) -> KStream:
+        return self._add("KSTREAM-FLATMAP", lambda: FlatMapProcessor(fn), key_changed=True,
+                         keep_value_serde=False)
+
+    def flat_map_values(self, fn: Callable[[Any], Any]) -> KStream:
+        return self._add("KSTREAM-FLATMAPVALUES", lambda: FlatMapValuesProcessor(fn),
+                         keep_value_serde=False)
+
+    def select_key(self, fn: Callable[[Any, Any], Any]) -> KStream:
+        return self._add("KSTREAM-KEY-SELECT", lambda: SelectKeyProcessor(fn), key_changed=True)
+
+    def peek(self, fn: Callable[[Any, Any], Any]) -> KStream:
+        return self._add("KSTREAM-PEEK", lambda: PeekProcessor(fn))
+
+    def foreach(self, fn: Callable[[Any, Any], Any]) -> None:
+        self._add("KSTREAM-FOREACH", lambda: PeekProcessor(fn, forward=False))
+
+    def merge(self, other: KStream) -> KStream:
+        name = self.builder.new_name("KSTREAM-MERGE")
+        self.builder.topology.add_processor(name, PassThroughProcessor, self.node, other.node)
+        same_key = self.key_serde if self.key_serde is other.key_serde else None
+        same_value = self.value_serde if self.value_serde is other.value_serde else None
+        return KStream(self.builder, name, same_key, same_value,
+                       self.repartition_required or other.repartition_required)
+
+    def split(self, name: str | None = None) -> BranchedKStream:
+        return BranchedKStream(self, name)
+
+    def process(self, processor_supplier: ProcessorSupplier, *store_names: str) -> KStream:
+        """A Processor API processor inside the DSL; it may change keys (marks the stream)."""
+        stream = self._add("KSTREAM-PROCESSOR", processor_supplier, key_changed=True,
+                           keep_value_serde=False)
+        if store_names:
+            self.builder.topology.connect_processor_and_state_stores(stream.node, *store_names)
+        return stream
+
+    # -- repartitioning and sinks -------------------------------------------------------------
+
+    def repartition(self, *, key_serde: Serde[Any] | None = None,
+                    value_serde: Serde[Any] | None = None, name: str | None = None,
+                    partitions: int | None = None) -> KStream:
+        base = name or self.builder.new_name("KSTREAM-REPARTITION")
+        return self.repartition_for(base, key_serde, value_serde, partitions)
+
+    def to(self, topic_or_extractor: str | TopicNameExtractor, *,
+           key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
+           partitioner: StreamPartitioner | None = None) -> None:
+        name = self.builder.new_name("KSTREAM-SINK")
+        self.builder.topology.add_sink(name, topic_or_extractor, self.node,
+                                       key_serde=key_serde or self.key_serde,
+                                       value_serde=value_serde or self.value_serde,
+                                       partitioner=partitioner)
+
+    def to_table(self, materialized: Materialized | str | None = None) -> KTable:
+        from ..processor.aggregate import TableSourceProcessor
+        from .ktable import KTable
+
+        mat = Materialized.of(materialized)
+        name = self.builder.new_name("KSTREAM-TOTABLE")
+        store_name = mat.name or self.builder.new_store_name("KSTREAM-TOTABLE-")
+        stream = self.repartition_for(store_name) if self.repartition_required else self
+        key_serde = mat.key_serde or stream.key_serde
+        value_serde = mat.value_serde or stream.value_serde
+        topology = self.builder.topology
+        topology.add_processor(name, lambda: TableSourceProcessor(store_name), stream.node)
+        topology.add_state_store(
+            self.builder.store_builder(store_name, mat, key_serde, value_serde), name)
+        return KTable(self.builder, name, store_name, key_serde, value_serde)
+
+    # -- grouping -----------------------------------------------------------------------------
+
+    def group_by_key(self, *, key_serde: Serde[Any] | None = None,
+                     value_serde: Serde[Any] | None = None) -> KGroupedStream:
+        from .grouped import KGroupedStream
+
+        return KGroupedStream(self, key_serde or self.key_serde, value_serde or self.value_serde)
+
+    def group_by(self, fn: Callable[[Any, Any], Any], *, key_serde: Serde[Any] | None = None,
+                 value_serde: Serde[Any] | None = None) -> KGroupedStream:
+        return self.select_key(fn).group_by_key(key_serde=key_serde,
+                                                value_serde=value_serde or self.value_serde)
+
+    # -- joins (streams/dsl/joins.py) ---------------------------------------------------------
+
+    def join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
+             **kwargs: Any) -> KStream:
+        from .joins import stream_join
+
+        return stream_join(self, other, joiner, windows, "inner", **kwargs)
+
+    def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
+                  **kwargs: Any) -> KStream:
+        from .joins import stream_join
+
+        return stream_join(self, other, joiner, windows, "left", **kwargs)
+
+    def outer_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
+                   **kwargs: Any) -> KStream:
+        from .joins import stream_join
+
+        return stream_join(self, other, joiner, windows, "outer", **kwargs)
+
+
+class BranchedKStream:
+    """``split()``: records go to the first branch whose predicate matches."""
+
+    def __init__(self, stream: KStream, name: str | None) -> None:
+        self.stream = stream
+        self.splitter = stream.builder.new_name("KSTREAM-BRANCH") if name is None else name
+        self.prefix = name if name is not None else f"{self.splitter}-"
+        self.predicates: list[Callable[[Any, Any], bool]] = []
+        self.names: list[str] = []
+        self._done = False
+
+    def branch(self, predicate: Callable[[Any, Any], bool], name: str | None = None
+               ) -> BranchedKStream:
+        if self._done:
+            raise ValueError("branch() after default_branch()/no_default_branch()")
+        self.predicates.append(predicate)
+        self.names.append(self.prefix + (name or str(len(self.names) + 1)))
+        return self
+
+    def default_branch(self, name: str | None = None) -> dict[str, KStream]:
+        return self._finish(self.prefix + (name or "0"))
+
+    def no_default_branch(self) -> dict[str, KStream]:
+        return self._finish(None)
+
+    def _finish(self, default: str | None) -> dict[str, KStream]:
+        self._done = True
+        stream = self.stream
+        topology = stream.builder.topology
+        predicates, names = list(self.predicates), list(self.names)
+        topology.add_processor(self.splitter,
+                               lambda: BranchProcessor(predicates, names, default), stream.node)
+        result = {}
+        for child in names + ([default] if default else []):
+            topology.add_processor(child, PassThroughProcessor, self.splitter)
+            result[child] = KStream(stream.builder, child, stream.key_serde, stream.value_serde,
+                                    stream.repartition_required)
+        return result

@@ -1,0 +1,96 @@
+"""Non-windowed stream aggregations and the KTable source: the stateful basics.
+
+Aggregates are stored with the max timestamp of the records that built them (Kafka's output
+timestamp rule) and forwarded downstream as ``Change(new, old)`` so that table operators and
+``KTable.group_by`` subtractors can see what was replaced.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from .api import Change, Processor, Record
+
+log = logging.getLogger(__name__)
+
+
+class StreamAggregateProcessor(Processor[Any, Any]):
+    """``KGroupedStream.aggregate`` (and count/reduce built on it).
+
+    Records with a null key or a null value are skipped, as Kafka's KStreamAggregate does.
+    ``initializer`` is None for ``reduce``: the first value becomes the aggregate.
+    """
+
+    def __init__(self, store_name: str, initializer: Callable[[], Any] | None,
+                 aggregator: Callable[[Any, Any, Any], Any]) -> None:
+        self.store_name = store_name
+        self.initializer = initializer
+        self.aggregator = aggregator
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None or record.value is None:
+            log.debug("skipping record with null key or value in %s", self.store_name)
+            return
+        found = self.store.get_with_timestamp(record.key)
+        if found is None:
+            old, timestamp = None, record.timestamp
+            if self.initializer is None:
+                new = record.value
+            else:
+                new = self.aggregator(record.key, record.value, self.initializer())
+        else:
+            old, old_ts = found
+            timestamp = max(record.timestamp, old_ts)
+            new = self.aggregator(record.key, record.value, old)
+        self.store.put(record.key, new, timestamp)
+        self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))
+
+
+class TableSourceProcessor(Processor[Any, Any]):
+    """``StreamsBuilder.table`` / ``KStream.to_table``: upsert into the store, forward changes.
+
+    A null value deletes the key; null keys are dropped. Without a store (not materialized) the
+    old value is unknown and forwarded as None.
+    """
+
+    def __init__(self, store_name: str | None) -> None:
+        self.store_name = store_name
+        self.store: Any = None
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        if self.store_name is not None:
+            self.store = context.get_state_store(self.store_name)
+
+    def process(self, record: Record[Any, Any]) -> None:
+        if record.key is None:
+            log.debug("table source dropping a record with a null key")
+            return
+        old = None
+        if self.store is not None:
+            old = self.store.get(record.key)
+            if record.value is None and old is None:
+                return  # deleting what is not there: nothing to forward
+            self.store.put(record.key, record.value, record.timestamp)
+        self.context.forward(record.with_value(Change(record.value, old)))
+
+
+class TableToStreamProcessor(Processor[Any, Any]):
+    """``KTable.to_stream``: each change becomes a record with the new value (None = delete)."""
+
+    def __init__(self, mapper: Callable[[Any, Any], Any] | None = None) -> None:
+        self.mapper = mapper
+
+    def process(self, record: Record[Any, Any]) -> None:
+        value = record.value.new if isinstance(record.value, Change) else record.value
+        if self.mapper is not None:
+            self.context.forward(Record(self.mapper(record.key, value), value,
+                                        record.timestamp, record.headers))
+        else:
+            self.context.forward(record.with_value(value))

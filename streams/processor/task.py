@@ -1,0 +1,400 @@
+"""A stream task: one sub-topology instantiated for one partition.
+
+The runtime and the TopologyTestDriver both drive this class; only the edges differ (how
+records arrive, and the ``RecordCollector`` that takes what sinks and changelogs produce). The
+hot path is synchronous: pick the queued record with the lowest timestamp, push it depth-first
+through the nodes, advance stream time, fire due stream-time punctuators.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..serde import InternalSerde, Serde, SerializationError
+from ..state.stores import StoreInitContext
+from .api import (
+    Cancellable,
+    Headers,
+    ProcessorContext,
+    PunctuationType,
+    Record,
+    RecordMetadata,
+    TaskId,
+)
+
+log = logging.getLogger(__name__)
+
+
+class StreamsError(RuntimeError):
+    """Processing cannot go on (a handler said fail); the message says which record and why."""
+
+
+class RecordCollector(Protocol):
+    """Where a task's output goes: sinks, changelogs, repartition topics."""
+
+    def send(self, topic: str, key: bytes | None, value: bytes | None, timestamp: int,
+             headers: Headers, partition: int | None) -> None: ...
+
+    def partitions_for(self, topic: str) -> int: ...
+
+
+@dataclass(slots=True)
+class InboundRecord:
+    """A consumed record, still serialized."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int
+    headers: Headers = ()
+
+
+@dataclass
+class TaskConfig:
+    application_id: str
+    default_key_serde: Serde[Any]
+    default_value_serde: Serde[Any]
+    state_dir: Path
+    deserialization_handler: str = "log_and_fail"  # or "log_and_continue"
+    app_config: dict[str, Any] = field(default_factory=dict)
+    # For internal topics and stores with no serde of their own: the configured default if
+    # the user set one, else the self-describing InternalSerde.
+    internal_key_serde: Serde[Any] | None = None
+    internal_value_serde: Serde[Any] | None = None
+
+    def __post_init__(self) -> None:
+        self.internal_key_serde = self.internal_key_serde or InternalSerde()
+        self.internal_value_serde = self.internal_value_serde or InternalSerde()
+
+    def serdes_for(self, topic_is_internal: bool) -> tuple[Serde[Any], Serde[Any]]:
+        if topic_is_internal:
+            return self.internal_key_serde, self.internal_value_serde  # type: ignore[return-value]
+        return self.default_key_serde, self.default_value_serde
+
+
+class _Punctuator:
+    __slots__ = ("interval", "type", "callback", "next_due", "handle")
+
+    def __init__(self, interval: int, kind: PunctuationType, callback: Callable[[int], None],
+                 first_due: int) -> None:
+        self.interval = interval
+        self.type = kind
+        self.callback = callback
+        self.next_due = first_due
+        self.handle = Cancellable()
+
+
+class Node:
+    """A runtime node: the processor instance (or source/sink logic) and its children."""
+
+    __slots__ = ("name", "children", "children_by_name", "processor", "kind", "defn")
+
+    def __init__(self, name: str, kind: str, defn: Any, processor: Any = None) -> None:
+        self.name = name
+        self.kind = kind
+        self.defn = defn
+        self.processor = processor
+        self.children: list[Node] = []
+        self.children_by_name: dict[str, Node] = {}
+
+
+class TaskContext(ProcessorContext):
+    """The ProcessorContext of one task; tracks the node currently processing."""
+
+    def __init__(self, task: StreamTask) -> None:
+        self.task = task
+        self.application_id = task.config.application_id
+        self.task_id = task.task_id
+        self.app_config = task.config.app_config
+        self.current_node: Node | None = None
+
+    def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
+        node = self.current_node
+        assert node is not None, "forward() called outside process() or a punctuator"
+        if child_name is not None:
+            child = node.children_by_name.get(child_name)
+            if child is None:
+                raise StreamsError(f"{node.name} has no child named {child_name!r}")
+            self.task.run_node(child, record)
+        else:
+            for child in node.children:
+                self.task.run_node(child, record)
+        self.current_node = node
+
+    def schedule(self, interval_ms: int, punctuation_type: PunctuationType,
+                 callback: Callable[[int], None]) -> Cancellable:
+        if interval_ms < 1:
+            raise ValueError(f"punctuation interval must be >= 1 ms, got {interval_ms}")
+        node = self.current_node
+        if punctuation_type is PunctuationType.STREAM_TIME:
+            first = 0 if self.task.stream_time < 0 else self.task.stream_time + interval_ms
+        else:
+            first = self.task.wall_clock() + interval_ms
+        punctuator = _Punctuator(interval_ms, punctuation_type, callback, first)
+        self.task.punctuators.append((punctuator, node))
+        return punctuator.handle
+
+    def get_state_store(self, name: str) -> Any:
+        node = self.current_node
+        store = self.task.stores.get(name) or self.task.global_stores.get(name)
+        if store is None:
+            raise StreamsError(f"unknown state store {name!r}")
+        if node is not None and node.kind == "processor" and name not in node.defn.stores \
+                and name not in self.task.global_stores:
+            raise StreamsError(
+                f"processor {node.name!r} is not connected to state store {name!r}; "
+                "pass the store name to process() or connect_processor_and_state_stores()"
+            )
+        return store
+
+    def record_metadata(self) -> RecordMetadata | None:
+        return self.task.current_metadata
+
+    def current_stream_time_ms(self) -> int:
+        return self.task.stream_time
+
+    def current_system_time_ms(self) -> int:
+        return self.task.wall_clock()
+
+    def commit(self) -> None:
+        self.task.commit_requested = True
+
+
+class StreamTask:
+    def __init__(
+        self,
+        task_id: TaskId,
+        topology: Any,
+        sub_topology: Any,
+        config: TaskConfig,
+        collector: RecordCollector,
+        wall_clock: Callable[[], int],
+        global_stores: dict[str, Any] | None = None,
+    ) -> None:
+        self.task_id = task_id
+        self.topology = topology
+        self.sub = sub_topology
+        self.config = config
+        self.collector = collector
+        self.wall_clock = wall_clock
+        self.global_stores = global_stores or {}
+        self.stream_time = -1
+        self.current_metadata: RecordMetadata | None = None
+        self.commit_requested = False
+        self.punctuators: list[tuple[_Punctuator, Node | None]] = []
+        self.queues: dict[tuple[str, int], deque[InboundRecord]] = {}
+        self.partition_time: dict[tuple[str, int], int] = {}
+        self.consumed: dict[tuple[str, int], int] = {}  # next offset to commit
+        self.context = TaskContext(self)
+        self.task_dir = config.state_dir / config.application_id / str(task_id)
+        self.stores: dict[str, Any] = {}
+        self.nodes: dict[str, Node] = {}
+        self.sources_by_topic: dict[str, Node] = {}
+        self._build_stores()
+        self._build_nodes()
+
+    # -- setup --------------------------------------------------------------------------------
+
+    def changelog_topic(self, store_name: str) -> str:
+        return f"{self.config.application_id}-{store_name}-changelog"
+
+    def _logger_for(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:
+        topic = self.changelog_topic(store_name)
+        partition = self.task_id.partition
+        send = self.collector.send
+
+        def log_change(key: bytes, value: bytes | None, timestamp: int) -> None:
+            send(topic, key, value, max(timestamp, 0), (), partition)
+
+        return log_change
+
+    def _build_stores(self) -> None:
+        key_serde, value_serde = self.config.serdes_for(topic_is_internal=True)
+        ctx = StoreInitContext(self.task_dir, self._logger_for, key_serde, value_serde)
+        for name in self.sub.stores:
+            self.stores[name] = self.topology.stores[name].build(ctx)
+
+    def _build_nodes(self) -> None:
+        from ..topology.topology import ProcessorDef, SinkDef, SourceDef
+
+        app = self.config.application_id
+        for name in self.sub.nodes:
+            defn = self.topology.nodes[name]
+            if isinstance(defn, SourceDef):
+                node = Node(name, "source", defn)
+                for topic in defn.topics:
+                    self.sources_by_topic[self.topology.resolve_topic(topic, app)] = node
+            elif isinstance(defn, ProcessorDef):
+                node = Node(name, "processor", defn, defn.supplier())
+            else:
+                assert isinstance(defn, SinkDef)
+                node = Node(name, "sink", defn)
+            self.nodes[name] = node
+        for node in self.nodes.values():
+            for child in getattr(node.defn, "children", []):
+                child_node = self.nodes[child]
+                node.children.append(child_node)
+                node.children_by_name[child] = child_node
+        for node in self.nodes.values():
+            if node.kind == "processor":
+                self.context.current_node = node
+                node.processor.init(self.context)
+        self.context.current_node = None
+
+    # -- input --------------------------------------------------------------------------------
+
+    def add_records(self, records: list[InboundRecord]) -> None:
+        for record in records:
+            key = (record.topic, record.partition)
+            queue = self.queues.get(key)
+            if queue is None:
+                queue = self.queues[key] = deque()
+            queue.append(record)
+
+    def buffered(self) -> int:
+        return sum(len(q) for q in self.queues.values())
+
+    def _next_queue(self) -> deque[InboundRecord] | None:
+        best: deque[InboundRecord] | None = None
+        best_ts = 0
+        for queue in self.queues.values():
+            if queue and (best is None or queue[0].timestamp < best_ts):
+                best = queue
+                best_ts = queue[0].timestamp
+        return best
+
+    def process(self, max_records: int | None = None) -> int:
+        """Process buffered records, lowest head timestamp first; returns how many."""
+        done = 0
+        while max_records is None or done < max_records:
+            queue = self._next_queue()
+            if queue is None:
+                break
+            self.process_record(queue.popleft())
+            done += 1
+        return done
+
+    def process_record(self, inbound: InboundRecord) -> None:
+        source = self.sources_by_topic.get(inbound.topic)
+        if source is None:
+            raise StreamsError(f"task {self.task_id} has no source for topic {inbound.topic!r}")
+        tp = (inbound.topic, inbound.partition)
+        self.consumed[tp] = inbound.offset + 1
+        defn = source.defn
+        partition_time = self.partition_time.get(tp, -1)
+        timestamp = inbound.timestamp
+        if defn.timestamp_extractor is not None:
+            timestamp = defn.timestamp_extractor(inbound, partition_time)
+        if timestamp < 0:
+            log.warning("dropping record %s-%d@%d: negative timestamp %d", inbound.topic,
+                        inbound.partition, inbound.offset, timestamp)
+            return
+        try:
+            default_key, default_value = self.config.serdes_for(
+                defn.topics[0] in self.topology.internal_topics)
+            key_serde = defn.key_serde or default_key
+            value_serde = defn.value_serde or default_value
+            key = key_serde.deserialize(inbound.topic, inbound.key)
+            value = value_serde.deserialize(inbound.topic, inbound.value)
+        except SerializationError as exc:
+            where = f"{inbound.topic}-{inbound.partition}@{inbound.offset}"
+            if self.config.deserialization_handler == "log_and_continue":
+                log.warning("skipping record %s that cannot be deserialized: %s", where, exc)
+                return
+            raise StreamsError(f"cannot deserialize record {where}: {exc}") from exc
+        if timestamp > partition_time:
+            self.partition_time[tp] = timestamp
+        if timestamp > self.stream_time:
+            self.stream_time = timestamp
+        self.current_metadata = RecordMetadata(inbound.topic, inbound.partition, inbound.offset)
+        record = Record(key, value, timestamp, inbound.headers)
+        self.context.current_node = source
+        for child in source.children:
+            self.run_node(child, record)
+        self.context.current_node = None
+        self.punctuate_stream_time()
+
+    def run_node(self, node: Node, record: Record[Any, Any]) -> None:
+        context = self.context
+        previous = context.current_node
+        context.current_node = node
+        try:
+            if node.kind == "processor":
+                node.processor.process(record)
+            elif node.kind == "sink":
+                self._sink(node, record)
+            else:
+                for child in node.children:
+                    self.run_node(child, record)
+        finally:
+            context.current_node = previous
+
+    def _sink(self, node: Node, record: Record[Any, Any]) -> None:
+        defn = node.defn
+        topic = defn.topic
+        if not isinstance(topic, str):
+            topic = topic(record.key, record.value, self.current_metadata)
+        default_key, default_value = self.config.serdes_for(topic in self.topology.internal_topics)
+        topic = self.topology.resolve_topic(topic, self.config.application_id)
+        key_serde = defn.key_serde or default_key
+        value_serde = defn.value_serde or default_value
+        key = key_serde.serialize(topic, record.key)
+        value = value_serde.serialize(topic, record.value)
+        partition = None
+        if defn.partitioner is not None:
+            partition = defn.partitioner(topic, record.key, record.value,
+                                         self.collector.partitions_for(topic))
+        self.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+
+    # -- punctuation --------------------------------------------------------------------------
+
+    def _run_punctuators(self, kind: PunctuationType, now: int) -> None:
+        for punctuator, node in list(self.punctuators):
+            if punctuator.handle.cancelled:
+                self.punctuators.remove((punctuator, node))
+                continue
+            if punctuator.type is not kind or now < punctuator.next_due:
+                continue
+            self.context.current_node = node
+            self.current_metadata = None
+            try:
+                punctuator.callback(now)
+            finally:
+                self.context.current_node = None
+            missed = (now - punctuator.next_due) // punctuator.interval
+            punctuator.next_due += (missed + 1) * punctuator.interval
+
+    def punctuate_stream_time(self) -> None:
+        if self.punctuators and self.stream_time >= 0:
+            self._run_punctuators(PunctuationType.STREAM_TIME, self.stream_time)
+
+    def punctuate_wall_clock(self) -> None:
+        if self.punctuators:
+            self._run_punctuators(PunctuationType.WALL_CLOCK_TIME, self.wall_clock())
+
+    # -- commit and close ---------------------------------------------------------------------
+
+    def flush(self) -> None:
+        """Flush every store (RocksDB write batches); call before committing offsets."""
+        for store in self.stores.values():
+            store.flush()
+        self.commit_requested = False
+
+    def close(self) -> None:
+        for node in self.nodes.values():
+            if node.kind == "processor":
+                self.context.current_node = node
+                try:
+                    node.processor.close()
+                except Exception:
+                    log.exception("closing processor %s failed", node.name)
+        self.context.current_node = None
+        for store in self.stores.values():
+            store.close()
