@@ -17,6 +17,12 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m ruff check streams connect tests benchmarks examples
 	$(PY) -m pytest -q -rfE
+	$(PY) tests/external/kafka_python_suite.py
+
+# kafka-python 3.0.12's own integration tests (sdist from PyPI) against our broker.
+.PHONY: test-external
+test-external: $(VENV)/.installed
+	$(PY) tests/external/kafka_python_suite.py
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check streams connect tests benchmarks examples

@@ -194,3 +194,28 @@ def test_index_files_are_rebuilt(tmp_path: Path, how: str) -> None:
     rebuilt = {p.name: p.read_bytes()
                for p in segment_files(tmp_path, ".index") + segment_files(tmp_path, ".timeindex")}
     assert rebuilt == originals
+
+
+@pytest.mark.parametrize("index_interval_bytes", [0, 4096])
+def test_read_returns_a_whole_batch_larger_than_max_bytes(tmp_path: Path,
+                                                          index_interval_bytes: int) -> None:
+    """Regression (Segment.read): a batch bigger than both max_bytes and the read-ahead chunk
+    must still come back whole (KIP-74), and the next one must be reachable by its offset."""
+    log = open_log(tmp_path, index_interval_bytes=index_interval_bytes)
+    first = append(log, 0, count=3, size=2000)
+    second = append(log, 3, count=3, size=2000)
+    assert (first, second) == (0, 3)
+    stored = log.read(0, 1 << 20)
+    [(_, h1), (p2, h2)] = list(iter_batches(stored))
+    assert h1.size > 6000 and h2.size > 6000
+
+    for offset in (0, 1, 2):  # from the batch start or from inside it
+        data = log.read(offset, 300)
+        assert data == stored[:h1.size]
+        assert [r.offset for r in decode_records(data)] == [0, 1, 2]
+
+    data = log.read(second, 300)
+    assert data == stored[p2:p2 + h2.size]
+    assert [r.offset for r in decode_records(data)] == [3, 4, 5]
+    assert log.read(second + 3, 300) == b""
+    log.close()

@@ -46,4 +46,13 @@ def supported_versions() -> dict[int, tuple[int, int]]:
 
 def load_all() -> None:
     """Import every handler module so that it registers itself."""
-    from . import admin, cluster, fetch, groups, produce, transactions  # noqa: F401
+    from . import (  # noqa: F401
+        acls,
+        admin,
+        cluster,
+        cluster_admin,
+        fetch,
+        groups,
+        produce,
+        transactions,
+    )

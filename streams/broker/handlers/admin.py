@@ -7,6 +7,7 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from ..broker_configs import describe_broker_configs
 from ..topics import (
     INTERNAL_TOPICS,
     INVALID_CONFIG,
@@ -28,7 +29,6 @@ UNKNOWN_TOPIC_ID = 100
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
-SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
 # DescribeConfigs v3+ config_type of each topic config, as Kafka declares it
@@ -119,9 +119,19 @@ async def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -
     return {"throttle_time": 0, "results": results}
 
 
-def _broker_configs(broker: Broker) -> dict[str, str]:
-    values = broker.config.model_dump()
-    return {k.replace("_", "."): ("" if v is None else str(v)) for k, v in values.items()}
+def _describe_broker(broker: Broker, resource: Any, wanted: set[str] | None,
+                     include_synonyms: bool) -> dict[str, Any]:
+    """Kafka answers for its own id; an empty name means the cluster-wide dynamic defaults,
+    of which we have none."""
+    name = resource.resource_name
+    if name == "":
+        return {"configs": []}
+    if name != str(broker.node_id):
+        return {"error_code": INVALID_REQUEST,
+                "error_message": f"Unexpected broker id, expected {broker.node_id} or empty "
+                                 f"string, but received {name}"}
+    return {"configs": describe_broker_configs(broker.config, broker.port, wanted,
+                                               include_synonyms)}
 
 
 @handles(32, 1, 4)
@@ -151,14 +161,8 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
                     "config_type": TOPIC_CONFIG_TYPES.get(key, 0), "documentation": None,
                 })
         elif resource.resource_type == RESOURCE_BROKER:
-            for key, value in sorted(_broker_configs(broker).items()):
-                if wanted is not None and key not in wanted:
-                    continue
-                entry["configs"].append({
-                    "name": key, "value": value, "read_only": True, "is_default": False,
-                    "config_source": SOURCE_STATIC_BROKER, "is_sensitive": False,
-                    "synonyms": [], "config_type": 0, "documentation": None,
-                })
+            entry.update(_describe_broker(broker, resource, wanted,
+                                          bool(getattr(request, "include_synonyms", False))))
         else:
             entry.update(error_code=INVALID_REQUEST,
                          error_message=f"unsupported resource type {resource.resource_type}")
