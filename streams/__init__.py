@@ -2,6 +2,13 @@
 
 from .dsl.builder import StreamsBuilder
 from .dsl.materialized import Materialized
+from .dsl.windows import (
+    EmitStrategy,
+    JoinWindows,
+    SessionWindows,
+    SlidingWindows,
+    TimeWindows,
+)
 from .processor.api import (
     Processor,
     ProcessorContext,
@@ -16,6 +23,8 @@ from .windowing import Window, Windowed
 __version__ = "0.1.0"
 
 __all__ = [
+    "EmitStrategy",
+    "JoinWindows",
     "Materialized",
     "Processor",
     "ProcessorContext",
@@ -23,8 +32,11 @@ __all__ = [
     "Record",
     "Serde",
     "Serdes",
+    "SessionWindows",
+    "SlidingWindows",
     "Stores",
     "StreamsBuilder",
+    "TimeWindows",
     "Topology",
     "Window",
     "Windowed",

@@ -27,8 +27,10 @@ class Serde(Generic[T]):
             return None
         try:
             return self.to_bytes(value)
-        except SerializationError:
-            raise
+        except SerializationError as exc:
+            if topic is None:  # an inner serde: the outer one adds the topic
+                raise
+            raise SerializationError(f"{exc} (topic {topic!r})") from exc
         except Exception as exc:
             raise SerializationError(
                 f"{self.name} serde cannot serialize {value!r} for topic {topic!r}: {exc}"
@@ -39,8 +41,10 @@ class Serde(Generic[T]):
             return None
         try:
             return self.from_bytes(data)
-        except SerializationError:
-            raise
+        except SerializationError as exc:
+            if topic is None:
+                raise
+            raise SerializationError(f"{exc} (topic {topic!r})") from exc
         except Exception as exc:
             raise SerializationError(
                 f"{self.name} serde cannot deserialize {bytes(data[:32])!r} from topic "

@@ -7,6 +7,7 @@ repartition topic when the mark is set (reference §1.0).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -61,13 +62,18 @@ class KStream:
         """Route through ``<application.id>-<base>-repartition`` (filter, sink, source)."""
         builder = self.builder
         topology = builder.topology
-        topic = f"{base}-repartition"
+        topic = base if base.endswith("-repartition") else f"{base}-repartition"
         key_serde = key_serde or self.key_serde
         value_serde = value_serde or self.value_serde
-        filter_name, sink_name, source_name = (f"{topic}-filter", f"{topic}-sink",
-                                               f"{topic}-source")
-        for _ in range(3):  # Kafka spends three counter values on these nodes
-            builder.next_index()
+        # Kafka always spends three counter values (sink, filter, source) but uses the
+        # generated names only when the base is itself generated (e.g. a generated store name).
+        generated = (builder.new_name("KSTREAM-SINK"), builder.new_name("KSTREAM-FILTER"),
+                     builder.new_name("KSTREAM-SOURCE"))
+        if re.fullmatch(r"KSTREAM.*-[0-9]{10}", base):
+            sink_name, filter_name, source_name = generated
+        else:
+            filter_name, sink_name, source_name = (f"{topic}-filter", f"{topic}-sink",
+                                                   f"{topic}-source")
         topology.add_internal_topic(topic, "repartition", partitions,
                                     {"cleanup.policy": "delete", "retention.ms": "-1",
                                      "segment.bytes": "52428800"})
@@ -153,7 +159,8 @@ class KStream:
         mat = Materialized.of(materialized)
         name = self.builder.new_name("KSTREAM-TOTABLE")
         store_name = mat.name or self.builder.new_store_name("KSTREAM-TOTABLE-")
-        stream = self.repartition_for(store_name) if self.repartition_required else self
+        # Kafka names toTable's repartition topic after the processor, not the store
+        stream = self.repartition_for(name) if self.repartition_required else self
         key_serde = mat.key_serde or stream.key_serde
         value_serde = mat.value_serde or stream.value_serde
         topology = self.builder.topology
@@ -202,7 +209,7 @@ class BranchedKStream:
     def __init__(self, stream: KStream, name: str | None) -> None:
         self.stream = stream
         self.splitter = stream.builder.new_name("KSTREAM-BRANCH") if name is None else name
-        self.prefix = name if name is not None else f"{self.splitter}-"
+        self.prefix = self.splitter  # Kafka: splitter name + branch name or index, no dash
         self.predicates: list[Callable[[Any, Any], bool]] = []
         self.names: list[str] = []
         self._done = False
@@ -213,9 +220,11 @@ class BranchedKStream:
             raise ValueError("branch() after default_branch()/no_default_branch()")
         self.predicates.append(predicate)
         self.names.append(self.prefix + (name or str(len(self.names) + 1)))
+        self.stream.builder.next_index()  # Kafka spends a counter value on each branch
         return self
 
     def default_branch(self, name: str | None = None) -> dict[str, KStream]:
+        self.stream.builder.next_index()
         return self._finish(self.prefix + (name or "0"))
 
     def no_default_branch(self) -> dict[str, KStream]:

@@ -1,7 +1,9 @@
 """``KTable`` and ``GlobalKTable``: changelog streams materialized as tables.
 
 Between table processors values travel as ``Change(new, old)``; ``to_stream`` turns them back
-into plain records.
+into plain records. Filter and map_values send the replaced value only when a downstream
+operator asked for it (``enable_sending_old_values``), as Kafka does; joins, foreign-key joins
+and suppress live in their own modules and are reached through thin methods here.
 """
 
 from __future__ import annotations
@@ -10,24 +12,83 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..processor.aggregate import TableToStreamProcessor
+from ..processor.table import TableFilterProcessor, TableMapValuesProcessor
 from ..serde import Serde
+from .materialized import Materialized
 
 if TYPE_CHECKING:
     from .builder import StreamsBuilder
+    from .grouped_table import KGroupedTable
     from .kstream import KStream
 
 
 class KTable:
     def __init__(self, builder: StreamsBuilder, node: str, store_name: str | None,
-                 key_serde: Serde[Any] | None, value_serde: Serde[Any] | None) -> None:
+                 key_serde: Serde[Any] | None, value_serde: Serde[Any] | None, *,
+                 parent: KTable | None = None) -> None:
         self.builder = builder
         self.node = node
         self.store_name = store_name  # None: not materialized (not queryable)
         self.key_serde = key_serde
         self.value_serde = value_serde
+        # The table this one derives from record by record (filter, map_values); a request
+        # for old values travels up to it unless this table can read them from its own store.
+        self.parent = parent
+        self.send_old_values = False
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
+
+    def enable_sending_old_values(self) -> None:
+        """Make this table's updates carry the value they replaced (``Change.old``)."""
+        self.send_old_values = True
+        if self.store_name is None and self.parent is not None:
+            self.parent.enable_sending_old_values()
+
+    # -- stateless table operators ------------------------------------------------------------
+
+    def _derive(self, prefix: str, materialized: Materialized | str | None,
+                make: Callable[[KTable, str | None], Any],
+                value_serde: Serde[Any] | None) -> KTable:
+        """Add a record-by-record table operator, stored when ``materialized`` is given."""
+        builder = self.builder
+        mat = None if materialized is None else Materialized.of(materialized)
+        store_name = None
+        if mat is not None:
+            store_name = mat.name or builder.new_store_name(f"{prefix}-")
+        name = builder.new_name(prefix)
+        key_serde = (mat.key_serde if mat else None) or self.key_serde
+        value_serde = (mat.value_serde if mat else None) or value_serde
+        table = KTable(builder, name, store_name, key_serde, value_serde, parent=self)
+        builder.topology.add_processor(name, lambda: make(table, store_name), self.node)
+        if mat is not None:
+            assert store_name is not None
+            builder.topology.add_state_store(
+                builder.store_builder(store_name, mat, key_serde, value_serde), name)
+        return table
+
+    def filter(self, predicate: Callable[[Any, Any], bool],
+               materialized: Materialized | str | None = None) -> KTable:
+        return self._derive(
+            "KTABLE-FILTER", materialized,
+            lambda table, store: TableFilterProcessor(predicate, False, store,
+                                                      table.send_old_values),
+            self.value_serde)
+
+    def filter_not(self, predicate: Callable[[Any, Any], bool],
+                   materialized: Materialized | str | None = None) -> KTable:
+        return self._derive(
+            "KTABLE-FILTER", materialized,
+            lambda table, store: TableFilterProcessor(predicate, True, store,
+                                                      table.send_old_values),
+            self.value_serde)
+
+    def map_values(self, mapper: Callable[[Any], Any],
+                   materialized: Materialized | str | None = None) -> KTable:
+        return self._derive(
+            "KTABLE-MAPVALUES", materialized,
+            lambda table, store: TableMapValuesProcessor(mapper, store, table.send_old_values),
+            None)
 
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
         from .kstream import KStream
@@ -37,6 +98,58 @@ class KTable:
                                             self.node)
         return KStream(self.builder, name, None if mapper else self.key_serde, self.value_serde,
                        repartition_required=mapper is not None)
+
+    # -- regrouping ---------------------------------------------------------------------------
+
+    def group_by(self, fn: Callable[[Any, Any], tuple[Any, Any]], *,
+                 key_serde: Serde[Any] | None = None,
+                 value_serde: Serde[Any] | None = None) -> KGroupedTable:
+        """Re-key the table; always repartitions (subtract under the old key, add under the new)."""
+        from ..processor.table import TableRepartitionMapProcessor
+        from .grouped_table import KGroupedTable
+
+        self.enable_sending_old_values()
+        name = self.builder.new_name("KTABLE-SELECT")
+        self.builder.topology.add_processor(name, lambda: TableRepartitionMapProcessor(fn),
+                                            self.node)
+        return KGroupedTable(self.builder, name, key_serde, value_serde)
+
+    # -- joins and suppress (implemented in joins.py, fk_join.py, suppress.py) -----------------
+
+    def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+             materialized: Materialized | str | None = None, *,
+             foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+        return self._table_join(other, joiner, "inner", materialized, foreign_key_extractor)
+
+    def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                  materialized: Materialized | str | None = None, *,
+                  foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
+        return self._table_join(other, joiner, "left", materialized, foreign_key_extractor)
+
+    def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
+                   materialized: Materialized | str | None = None) -> KTable:
+        return self._table_join(other, joiner, "outer", materialized, None)
+
+    def _table_join(self, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
+                    materialized: Materialized | str | None,
+                    foreign_key_extractor: Callable[[Any], Any] | None) -> KTable:
+        if not isinstance(other, KTable):
+            raise TypeError(f"a KTable joins another KTable, got {type(other).__name__}")
+        self.enable_sending_old_values()
+        other.enable_sending_old_values()
+        if foreign_key_extractor is not None:
+            from .fk_join import foreign_key_join
+
+            return foreign_key_join(self, other, foreign_key_extractor, joiner, kind,
+                                    materialized)
+        from .joins import table_join
+
+        return table_join(self, other, joiner, kind, materialized)
+
+    def suppress(self, suppressed: Any) -> KTable:
+        from .suppress import suppress_table
+
+        return suppress_table(self, suppressed)
 
 
 class GlobalKTable:

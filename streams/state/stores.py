@@ -91,6 +91,17 @@ def _build_kv(builder: StoreBuilder, ctx: StoreInitContext) -> KeyValueStore:
 STORE_FACTORIES: dict[str, Callable[[StoreBuilder, StoreInitContext], Any]] = {"kv": _build_kv}
 
 
+def _register_windowed_kinds() -> None:
+    from .session import build_session_store
+    from .window import build_window_store
+
+    STORE_FACTORIES["window"] = build_window_store
+    STORE_FACTORIES["session"] = build_session_store
+
+
+_register_windowed_kinds()
+
+
 class Stores:
     """Factories named like Kafka's ``Stores`` for Processor API users."""
 

@@ -71,6 +71,7 @@ class GlobalStoreDef:
     store: StoreBuilder
     source: SourceDef
     processor: ProcessorDef
+    position: int = 0  # len(nodes) when added: where Kafka numbers its node group (describe)
 
 
 @dataclass
@@ -204,7 +205,8 @@ class Topology:
                            [processor_name])
         processor = ProcessorDef(processor_name, supplier, [source_name], stores=[store.name])
         self._topic_sources[topic] = source_name
-        self.global_stores[store.name] = GlobalStoreDef(store, source, processor)
+        self.global_stores[store.name] = GlobalStoreDef(store, source, processor,
+                                                        len(self.nodes))
         return self
 
     def add_internal_topic(self, name: str, kind: str, partitions: int | None = None,

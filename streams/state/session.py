@@ -1,0 +1,202 @@
+"""Session stores (kind ``"session"``): one aggregate per (key, session window).
+
+Used by session-windowed aggregations. Declare one with
+``StoreBuilder(name, "session", key_serde, value_serde, store_type, retention_ms=...)``.
+
+Layout (Kafka's ``SessionKeySchema``): ``[key bytes][end: 8-byte BE][start: 8-byte BE]``, so a
+key's sessions are ordered by end, then start. That same key is the changelog key; the changelog
+value is the serialized aggregate. A time index (``.time-index``: ``[end][key][start]``) serves
+cross-key scans by end time and retention. Sessions include both ends: ``Window(start, end)``.
+
+Retention (Kafka's bounds): ``observed`` is the largest session end ever put; a session with
+``end <= observed - retention_ms`` is expired for puts and per-key reads, while
+``find_sessions_by_end`` (time-ordered, used by emit-on-close) still sees
+``end == observed - retention_ms``; ``flush`` deletes ``end < observed - retention_ms``.
+
+API::
+
+    put(Windowed(key, Window(start, end)), agg, timestamp=None)   # agg None removes
+    remove(windowed)
+    fetch_session(key, start, end) -> agg | None
+    find_sessions(key, earliest_session_end, latest_session_start)
+        -> Iterator[(Windowed, agg)]   # end >= earliest and start <= latest, by (end, start)
+    backward_find_sessions(key, earliest_session_end, latest_session_start)
+    find_sessions_range(key_from, key_to, earliest_session_end, latest_session_start)
+    find_sessions_by_end(earliest_end, latest_end) -> Iterator[(Windowed, agg)]  # all keys,
+                                                                          # by end, key, start
+    fetch(key) -> all sessions of key; fetch_range(key_from, key_to); all()
+    restore(key_bytes, value_bytes, timestamp); flush(); close(); wipe()
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from ..serde import Serde
+from ..windowing import Window, Windowed
+from .api import BytesKeyValueStore, ChangeLogger
+from .window import _TimeIndexed
+
+_LONG = struct.Struct(">q")
+_SUFFIX = 16
+_MAX_TS = 2**63 - 1
+
+
+class SessionStore(_TimeIndexed):
+    def __init__(
+        self,
+        name: str,
+        inner: BytesKeyValueStore,
+        index: BytesKeyValueStore,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
+        *,
+        retention_ms: int,
+        logger: ChangeLogger | None = None,
+    ) -> None:
+        super().__init__(name, inner, index, retention_ms)
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.logger = logger
+
+    # -- encoding -----------------------------------------------------------------------------
+
+    def _key(self, key: Any) -> bytes:
+        data = self.key_serde.serialize(self.name, key)
+        if data is None:
+            raise ValueError(f"session store {self.name}: keys cannot be None")
+        return data
+
+    def _index_key(self, primary: bytes) -> bytes:
+        return primary[-16:-8] + primary[:-16] + primary[-8:]
+
+    def _primary_from_index(self, index_key: bytes) -> bytes:
+        return index_key[8:-8] + index_key[:8] + index_key[-8:]
+
+    def _session_key(self, windowed: Windowed[Any]) -> bytes:
+        return (self._key(windowed.key) + _LONG.pack(windowed.window.end)
+                + _LONG.pack(windowed.window.start))
+
+    def _entry(self, primary: bytes, stored: bytes) -> tuple[Windowed[Any], Any]:
+        key_bytes = primary[:-_SUFFIX]
+        end, start = _LONG.unpack_from(primary, len(key_bytes)), _LONG.unpack_from(
+            primary, len(key_bytes) + 8)
+        key = self.key_serde.deserialize(self.name, key_bytes)
+        return (Windowed(key, Window(start[0], end[0])),
+                self.value_serde.deserialize(self.name, stored))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def put(self, windowed: Windowed[Any], agg: Any, timestamp: int | None = None) -> None:
+        window = windowed.window
+        if window.start < 0 or window.end < window.start:
+            raise ValueError(f"session store {self.name}: bad session window {window}")
+        primary = self._session_key(windowed)
+        value_bytes = self.value_serde.serialize(self.name, agg)
+        self._advance(window.end)
+        if window.end <= self._cutoff():
+            return
+        self._write(primary, value_bytes)
+        if self.logger is not None:
+            self.logger(primary, value_bytes, window.end if timestamp is None else timestamp)
+
+    def remove(self, windowed: Windowed[Any], timestamp: int | None = None) -> None:
+        primary = self._session_key(windowed)
+        self._write(primary, None)
+        if self.logger is not None:
+            self.logger(primary, None, windowed.window.end if timestamp is None else timestamp)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        end = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
+        self._advance(end)
+        if end > self._cutoff():
+            self._write(key, value)
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
+        if session_end <= self._cutoff():
+            return None
+        stored = self.inner.get(self._key(key) + _LONG.pack(session_end)
+                                + _LONG.pack(session_start))
+        return None if stored is None else self.value_serde.deserialize(self.name, stored)
+
+    def find_sessions(self, key: Any, earliest_session_end: int,
+                      latest_session_start: int) -> Iterator[tuple[Windowed[Any], Any]]:
+        """Sessions of ``key`` with end >= earliest_session_end and start <= latest."""
+        return self._scan_key(self._key(key), earliest_session_end, latest_session_start, False)
+
+    def backward_find_sessions(self, key: Any, earliest_session_end: int,
+                               latest_session_start: int
+                               ) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self._scan_key(self._key(key), earliest_session_end, latest_session_start, True)
+
+    def fetch(self, key: Any) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self.find_sessions(key, 0, _MAX_TS)
+
+    def _scan_key(self, key_bytes: bytes, earliest_end: int, latest_start: int,
+                  backward: bool) -> Iterator[tuple[Windowed[Any], Any]]:
+        low = max(earliest_end, self._cutoff() + 1, 0)
+        lo = key_bytes + _LONG.pack(low) + _LONG.pack(0)
+        hi = key_bytes + _LONG.pack(_MAX_TS) + _LONG.pack(_MAX_TS)
+        size = len(key_bytes)
+        for primary, stored in self.inner.range(lo, hi, backward):
+            if len(primary) - _SUFFIX != size:
+                continue
+            if _LONG.unpack_from(primary, size + 8)[0] > latest_start:
+                if backward:
+                    continue
+                return  # a key's sessions do not overlap: later ones start later still
+            yield self._entry(primary, stored)
+
+    def find_sessions_range(self, key_from: Any, key_to: Any, earliest_session_end: int,
+                            latest_session_start: int) -> Iterator[tuple[Windowed[Any], Any]]:
+        low = max(earliest_session_end, self._cutoff() + 1, 0)
+        kf = None if key_from is None else self._key(key_from)
+        kt = None if key_to is None else self._key(key_to)
+        hi = None if kt is None else kt + b"\xff" * _SUFFIX
+        for primary, stored in self.inner.range(kf, hi, False):
+            key_bytes = primary[:-_SUFFIX]
+            if (kf is not None and key_bytes < kf) or (kt is not None and key_bytes > kt):
+                continue
+            end = _LONG.unpack_from(primary, len(key_bytes))[0]
+            start = _LONG.unpack_from(primary, len(key_bytes) + 8)[0]
+            if end >= low and start <= latest_session_start:
+                yield self._entry(primary, stored)
+
+    def fetch_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self.find_sessions_range(key_from, key_to, 0, _MAX_TS)
+
+    def find_sessions_by_end(self, earliest_end: int,
+                             latest_end: int) -> Iterator[tuple[Windowed[Any], Any]]:
+        """Sessions of every key with earliest_end <= end <= latest_end, by end then key."""
+        low = max(earliest_end, self._cutoff(), 0)  # time-ordered: Kafka's lenient bound
+        if latest_end < low:
+            return
+        hi = _LONG.pack(latest_end + 1) if latest_end < _MAX_TS else None
+        for index_key, _ in self.index.range(_LONG.pack(low), hi, False):
+            primary = self._primary_from_index(index_key)
+            stored = self.inner.get(primary)
+            if stored is not None and _LONG.unpack_from(index_key)[0] <= latest_end:
+                yield self._entry(primary, stored)
+
+    def all(self) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self.fetch_range(None, None)
+
+
+def build_session_store(builder: Any, ctx: Any) -> SessionStore:
+    """The ``STORE_FACTORIES["session"]`` factory."""
+    key_serde, value_serde = builder.serdes(ctx)
+    if builder.retention_ms is None:
+        raise ValueError(f"session store {builder.name!r} needs retention_ms")
+    return SessionStore(
+        builder.name,
+        builder.bytes_store(ctx),
+        builder.bytes_store(ctx, ".time-index"),
+        key_serde,
+        value_serde,
+        retention_ms=builder.retention_ms,
+        logger=ctx.logger_for(builder.name) if builder.logging else None,
+    )

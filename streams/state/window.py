@@ -1,0 +1,345 @@
+"""Window stores (kind ``"window"``): values per (key, window start), with retention.
+
+Used by windowed aggregations (``streams/processor/windowed.py``) and as stream-stream join
+buffers (``retain_duplicates=True``). Get one in a processor with
+``context.get_state_store(name)``; declare it with
+``StoreBuilder(name, "window", key_serde, value_serde, store_type, retention_ms=...,
+window_size_ms=..., retain_duplicates=...)``.
+
+Layout (Kafka's ``WindowKeySchema``): the store key is
+``[key bytes][window start: 8-byte big-endian][seqnum: 4-byte big-endian]``, so a scan runs
+key-then-time. The seqnum is 0 unless ``retain_duplicates``, when each put gets a fresh one and
+several values may live under one (key, start). The changelog key is this same store key; the
+changelog value is the plain serialized value and the record timestamp is the value's timestamp.
+With ``timestamped`` (the default, Kafka's TimestampedWindowStore) values are stored as
+``[timestamp: 8][value]``. A second bytes store (suffix ``.time-index``) holds
+``[start][key][seqnum]`` so time-range scans over all keys and retention are cheap.
+
+Retention (Kafka's bounds): the store tracks ``observed`` = the largest window start ever put
+(or restored). A window with ``start <= observed - retention_ms`` is expired for puts and
+key-first reads (``fetch``, ``fetch_range``); time-ordered scans (``fetch_all``, ``all``) still
+see ``start == observed - retention_ms``, as Kafka's time-ordered store does, so emit-on-close
+never misses a window that closes at the boundary. Expired windows are deleted at ``flush``
+(not logged: the changelog topic expires them by its own retention). Starts must be >= 0.
+
+API (``key`` is the typed key; iterators are in ascending order unless ``backward``)::
+
+    put(key, value, window_start, timestamp=-1)      # value None deletes (ignored when
+                                                      # retain_duplicates, as in Kafka)
+    fetch(key, window_start) -> value | None
+    fetch(key, time_from, time_to) -> Iterator[(window_start, value)]   # by start
+    fetch_with_timestamp(key, window_start) -> (value, timestamp) | None
+    fetch_timestamped(key, time_from, time_to) -> Iterator[(window_start, value, timestamp)]
+    backward_fetch_timestamped(key, time_from, time_to)
+    backward_fetch(key, time_from, time_to) -> Iterator[(window_start, value)]
+    fetch_range(key_from, key_to, time_from, time_to) -> Iterator[(Windowed, value)]
+                                                      # key bytes, then start; None = open
+    fetch_all(time_from, time_to) -> Iterator[(Windowed, value)]   # start, then key bytes
+    fetch_all_timestamped(time_from, time_to) -> Iterator[(Windowed, value, timestamp)]
+    all() / backward_all() -> Iterator[(Windowed, value)]          # start, then key bytes
+    restore(key_bytes, value_bytes, timestamp); flush(); close(); wipe()
+
+``Windowed.window`` is ``Window(start, start + window_size_ms)``.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+from ..serde import Serde
+from ..windowing import Window, Windowed
+from .api import BytesKeyValueStore, ChangeLogger
+
+log = logging.getLogger(__name__)
+
+_LONG = struct.Struct(">q")
+_INT = struct.Struct(">i")
+_SUFFIX = 12  # start (8) + seqnum (4)
+_MAX_TS = 2**63 - 1
+NO_TIMESTAMP = -1
+
+
+class _TimeIndexed:
+    """A primary bytes store plus a time index; the retention bookkeeping both store kinds share.
+
+    Subclasses define how a primary key maps to its index key and its time (``_time_of``).
+    """
+
+    name: str
+
+    def __init__(self, name: str, inner: BytesKeyValueStore, index: BytesKeyValueStore,
+                 retention_ms: int) -> None:
+        self.name = name
+        self.inner = inner
+        self.index = index
+        self.retention_ms = retention_ms
+        self.observed = -1
+        self._cleaned_to: int | None = None
+        for index_key, _ in index.range(None, None, reverse=True):
+            self.observed = _LONG.unpack_from(index_key)[0]
+            break
+
+    @property
+    def persistent(self) -> bool:
+        return self.inner.persistent
+
+    def _cutoff(self) -> int:
+        """Kafka's bounds: key-first reads and puts skip times <= cutoff; time-ordered scans
+        (which emit-on-close uses) still see time == cutoff; flush deletes times < cutoff."""
+        return self.observed - self.retention_ms
+
+    def _advance(self, time: int) -> None:
+        if time > self.observed:
+            self.observed = time
+
+    def _index_key(self, primary: bytes) -> bytes:
+        raise NotImplementedError
+
+    def _write(self, primary: bytes, stored: bytes | None) -> None:
+        self.inner.put(primary, stored)
+        self.index.put(self._index_key(primary), None if stored is None else b"")
+
+    def _expire(self) -> None:
+        cutoff = self._cutoff()
+        if cutoff <= 0 or (self._cleaned_to is not None and cutoff <= self._cleaned_to):
+            return
+        # index keys are [time 8][...]: every key with time < cutoff sorts below pack(cutoff)
+        for index_key, _ in self.index.range(None, _LONG.pack(cutoff)):
+            if _LONG.unpack_from(index_key)[0] >= cutoff:
+                break
+            self.index.put(index_key, None)
+            self.inner.put(self._primary_from_index(index_key), None)
+        self._cleaned_to = cutoff
+
+    def _primary_from_index(self, index_key: bytes) -> bytes:
+        raise NotImplementedError
+
+    def approximate_num_entries(self) -> int:
+        return self.inner.approximate_num_entries()
+
+    def flush(self) -> None:
+        self._expire()
+        self.inner.flush()
+        self.index.flush()
+
+    def close(self) -> None:
+        self.inner.close()
+        self.index.close()
+
+    def wipe(self) -> None:
+        self.inner.wipe()
+        self.index.wipe()
+        self.observed = -1
+        self._cleaned_to = None
+
+
+class WindowStore(_TimeIndexed):
+    """Typed window store over bytes stores; see the module docstring for the API."""
+
+    def __init__(
+        self,
+        name: str,
+        inner: BytesKeyValueStore,
+        index: BytesKeyValueStore,
+        key_serde: Serde[Any],
+        value_serde: Serde[Any],
+        *,
+        window_size_ms: int,
+        retention_ms: int,
+        retain_duplicates: bool = False,
+        timestamped: bool = True,
+        logger: ChangeLogger | None = None,
+    ) -> None:
+        super().__init__(name, inner, index, retention_ms)
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+        self.window_size_ms = window_size_ms
+        self.retain_duplicates = retain_duplicates
+        self.timestamped = timestamped
+        self.logger = logger
+        self._seqnum = 0
+
+    # -- encoding -----------------------------------------------------------------------------
+
+    def _key(self, key: Any) -> bytes:
+        data = self.key_serde.serialize(self.name, key)
+        if data is None:
+            raise ValueError(f"window store {self.name}: keys cannot be None")
+        return data
+
+    def _index_key(self, primary: bytes) -> bytes:
+        return primary[-_SUFFIX:-4] + primary[:-_SUFFIX] + primary[-4:]
+
+    def _primary_from_index(self, index_key: bytes) -> bytes:
+        return index_key[8:-4] + index_key[:8] + index_key[-4:]
+
+    def _decode(self, stored: bytes) -> tuple[Any, int]:
+        if self.timestamped:
+            return self.value_serde.deserialize(self.name, stored[8:]), _LONG.unpack_from(stored)[0]
+        return self.value_serde.deserialize(self.name, stored), NO_TIMESTAMP
+
+    def _windowed(self, key_bytes: bytes, start: int) -> Windowed[Any]:
+        end = min(start + self.window_size_ms, _MAX_TS)
+        return Windowed(self.key_serde.deserialize(self.name, key_bytes), Window(start, end))
+
+    def _low(self, time_from: int) -> int:
+        """The first live start at or after ``time_from``."""
+        return max(time_from, self._cutoff() + 1, 0)
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def put(self, key: Any, value: Any, window_start: int,
+            timestamp: int = NO_TIMESTAMP) -> None:
+        if window_start < 0:
+            raise ValueError(f"window store {self.name}: window start must be >= 0, "
+                             f"got {window_start}")
+        key_bytes = self._key(key)
+        value_bytes = self.value_serde.serialize(self.name, value)
+        if value_bytes is None and self.retain_duplicates:
+            return
+        self._advance(window_start)
+        if window_start <= self._cutoff():
+            log.debug("window store %s: skipping a put to expired window %d", self.name,
+                      window_start)
+            return
+        if self.retain_duplicates:
+            self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
+        primary = key_bytes + _LONG.pack(window_start) + _INT.pack(self._seqnum)
+        if value_bytes is None:
+            stored = None
+        elif self.timestamped:
+            stored = _LONG.pack(timestamp) + value_bytes
+        else:
+            stored = value_bytes
+        self._write(primary, stored)
+        if self.logger is not None:
+            self.logger(primary, value_bytes, timestamp)
+
+    def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        """Apply one changelog record (not logged again)."""
+        start = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
+        self._advance(start)
+        if start <= self._cutoff():
+            return
+        if value is not None and self.timestamped:
+            value = _LONG.pack(timestamp) + value
+        self._write(key, value)
+
+    # -- single-key reads ---------------------------------------------------------------------
+
+    def fetch(self, key: Any, time_from: int, time_to: int | None = None) -> Any:
+        """``fetch(key, start)`` -> value; ``fetch(key, from, to)`` -> (start, value) pairs."""
+        if time_to is None:
+            found = self.fetch_with_timestamp(key, time_from)
+            return None if found is None else found[0]
+        return ((start, value) for start, value, _ in
+                self._scan_key(self._key(key), time_from, time_to, False))
+
+    def fetch_with_timestamp(self, key: Any, window_start: int) -> tuple[Any, int] | None:
+        if window_start <= self._cutoff():
+            return None
+        key_bytes = self._key(key)
+        if not self.retain_duplicates:
+            stored = self.inner.get(key_bytes + _LONG.pack(window_start) + _INT.pack(0))
+            return None if stored is None else self._decode(stored)
+        for _, value, ts in self._scan_key(key_bytes, window_start, window_start, False):
+            return value, ts
+        return None
+
+    def fetch_timestamped(self, key: Any, time_from: int,
+                          time_to: int) -> Iterator[tuple[int, Any, int]]:
+        return self._scan_key(self._key(key), time_from, time_to, False)
+
+    def backward_fetch_timestamped(self, key: Any, time_from: int,
+                                   time_to: int) -> Iterator[tuple[int, Any, int]]:
+        return self._scan_key(self._key(key), time_from, time_to, True)
+
+    def backward_fetch(self, key: Any, time_from: int, time_to: int) -> Iterator[tuple[int, Any]]:
+        return ((start, value) for start, value, _ in
+                self._scan_key(self._key(key), time_from, time_to, True))
+
+    def _scan_key(self, key_bytes: bytes, time_from: int, time_to: int,
+                  backward: bool) -> Iterator[tuple[int, Any, int]]:
+        low = self._low(time_from)
+        if time_to < low:
+            return
+        lo = key_bytes + _LONG.pack(low) + _INT.pack(0)
+        hi = key_bytes + _LONG.pack(time_to) + b"\xff\xff\xff\xff"
+        size = len(key_bytes)
+        for primary, stored in self.inner.range(lo, hi, backward):
+            if len(primary) - _SUFFIX != size:  # a longer key sharing this prefix
+                continue
+            value, ts = self._decode(stored)
+            yield _LONG.unpack_from(primary, size)[0], value, ts
+
+    # -- multi-key reads ----------------------------------------------------------------------
+
+    def fetch_range(self, key_from: Any, key_to: Any, time_from: int,
+                    time_to: int) -> Iterator[tuple[Windowed[Any], Any]]:
+        """Windows of keys in [key_from, key_to] (None = open) with start in [from, to]."""
+        low = self._low(time_from)
+        if time_to < low:
+            return
+        kf = None if key_from is None else self._key(key_from)
+        kt = None if key_to is None else self._key(key_to)
+        lo = kf
+        hi = None if kt is None else kt + b"\xff" * _SUFFIX
+        for primary, stored in self.inner.range(lo, hi, False):
+            key_bytes = primary[:-_SUFFIX]
+            if (kf is not None and key_bytes < kf) or (kt is not None and key_bytes > kt):
+                continue
+            start = _LONG.unpack_from(primary, len(key_bytes))[0]
+            if low <= start <= time_to:
+                yield self._windowed(key_bytes, start), self._decode(stored)[0]
+
+    def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[Any], Any]]:
+        return ((windowed, value) for windowed, value, _ in
+                self._scan_time(time_from, time_to, False))
+
+    def fetch_all_timestamped(self, time_from: int,
+                              time_to: int) -> Iterator[tuple[Windowed[Any], Any, int]]:
+        return self._scan_time(time_from, time_to, False)
+
+    def all(self) -> Iterator[tuple[Windowed[Any], Any]]:
+        return self.fetch_all(0, _MAX_TS)
+
+    def backward_all(self) -> Iterator[tuple[Windowed[Any], Any]]:
+        return ((windowed, value) for windowed, value, _ in self._scan_time(0, _MAX_TS, True))
+
+    def _scan_time(self, time_from: int, time_to: int,
+                   backward: bool) -> Iterator[tuple[Windowed[Any], Any, int]]:
+        low = max(time_from, self._cutoff(), 0)
+        if time_to < low:
+            return
+        hi = _LONG.pack(time_to + 1) if time_to < _MAX_TS else None
+        for index_key, _ in self.index.range(_LONG.pack(low), hi, backward):
+            start = _LONG.unpack_from(index_key)[0]
+            if start > time_to:
+                continue
+            stored = self.inner.get(self._primary_from_index(index_key))
+            if stored is None:
+                continue
+            value, ts = self._decode(stored)
+            yield self._windowed(index_key[8:-4], start), value, ts
+
+
+def build_window_store(builder: Any, ctx: Any) -> WindowStore:
+    """The ``STORE_FACTORIES["window"]`` factory."""
+    key_serde, value_serde = builder.serdes(ctx)
+    if builder.window_size_ms is None or builder.retention_ms is None:
+        raise ValueError(f"window store {builder.name!r} needs window_size_ms and retention_ms")
+    return WindowStore(
+        builder.name,
+        builder.bytes_store(ctx),
+        builder.bytes_store(ctx, ".time-index"),
+        key_serde,
+        value_serde,
+        window_size_ms=builder.window_size_ms,
+        retention_ms=builder.retention_ms,
+        retain_duplicates=builder.retain_duplicates,
+        timestamped=builder.timestamped,
+        logger=ctx.logger_for(builder.name) if builder.logging else None,
+    )
