@@ -2,6 +2,7 @@
 
 from .dsl.builder import StreamsBuilder
 from .dsl.materialized import Materialized
+from .dsl.suppress import BufferConfig, Suppressed
 from .dsl.windows import (
     EmitStrategy,
     JoinWindows,
@@ -23,6 +24,7 @@ from .windowing import Window, Windowed
 __version__ = "0.1.0"
 
 __all__ = [
+    "BufferConfig",
     "EmitStrategy",
     "JoinWindows",
     "Materialized",
@@ -35,6 +37,7 @@ __all__ = [
     "SessionWindows",
     "SlidingWindows",
     "Stores",
+    "Suppressed",
     "StreamsBuilder",
     "TimeWindows",
     "Topology",
