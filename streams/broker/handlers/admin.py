@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..broker_configs import describe_broker_configs
@@ -12,6 +13,7 @@ from ..topics import (
     INTERNAL_TOPICS,
     INVALID_CONFIG,
     TOPIC_CONFIGS,
+    Topic,
     TopicError,
     validate_topic_configs,
 )
@@ -225,8 +227,9 @@ def _apply_incremental(current: dict[str, str], effective: Any, changes: Any) ->
     return updated
 
 
-@handles(44, 0, 1)
-async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
+def _alter_topics(broker: Broker, request: Any,
+                  new_configs: Callable[[Topic, Any], dict[str, str]]) -> dict:
+    """Shared by both alter APIs: per topic resource, compute, validate and store the configs."""
     responses = []
     for resource in request.resources:
         if resource.resource_type != RESOURCE_TOPIC:
@@ -235,10 +238,7 @@ async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request
             continue
         try:
             topic = broker.topics.get(resource.resource_name)
-            updated = _apply_incremental(
-                topic.configs, lambda key, t=topic: broker.topics.effective_config(t, key),
-                resource.configs,
-            )
+            updated = new_configs(topic, resource)
             validate_topic_configs(updated)
             if not request.validate_only:
                 broker.topics.set_configs(topic.name, updated)
@@ -248,22 +248,14 @@ async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request
     return {"throttle_time": 0, "responses": responses}
 
 
+@handles(44, 0, 1)
+async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
+    return _alter_topics(broker, request, lambda topic, resource: _apply_incremental(
+        topic.configs, lambda key: broker.topics.effective_config(topic, key), resource.configs))
+
+
 @handles(33, 0, 2)
 async def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
     """The legacy API: the given set replaces every dynamic config of the topic."""
-    responses = []
-    for resource in request.resources:
-        if resource.resource_type != RESOURCE_TOPIC:
-            responses.append(_alter_result(resource, INVALID_REQUEST,
-                                           "only topic configs can be altered at run time"))
-            continue
-        try:
-            topic = broker.topics.get(resource.resource_name)
-            configs = {c.name: c.value for c in resource.configs}
-            validate_topic_configs(configs)
-            if not request.validate_only:
-                broker.topics.set_configs(topic.name, configs)
-            responses.append(_alter_result(resource))
-        except TopicError as exc:
-            responses.append(_alter_result(resource, exc.code, str(exc)))
-    return {"throttle_time": 0, "responses": responses}
+    return _alter_topics(broker, request,
+                         lambda topic, resource: {c.name: c.value for c in resource.configs})
