@@ -23,7 +23,10 @@ class _GlobalContext(ProcessorContext):
         self.metadata: RecordMetadata | None = None
 
     def forward(self, record: Record[Any, Any], child_name: str | None = None) -> None:
-        raise StreamsError("a global store processor cannot forward records")
+        # A global store processor has no children (Kafka forwards to none): the table source
+        # behind ``global_table`` forwards its changes, and they go nowhere.
+        if child_name is not None:
+            raise StreamsError(f"a global store processor has no child named {child_name!r}")
 
     def schedule(self, interval_ms: int, punctuation_type: Any, callback: Any) -> Any:
         raise StreamsError("global store processors cannot schedule punctuators")
