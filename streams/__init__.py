@@ -23,10 +23,21 @@ from .windowing import Window, Windowed
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """``streams.KafkaStreams`` is loaded on first use: it pulls in aiokafka."""
+    if name in ("KafkaStreams", "StreamsConfig"):
+        from . import runtime
+
+        return getattr(runtime, name)
+    raise AttributeError(f"module 'streams' has no attribute {name!r}")
+
+
 __all__ = [
     "BufferConfig",
     "EmitStrategy",
     "JoinWindows",
+    "KafkaStreams",
     "Materialized",
     "Processor",
     "ProcessorContext",

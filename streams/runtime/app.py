@@ -1,0 +1,166 @@
+"""``KafkaStreams``: runs a topology against a Kafka cluster (or the bundled broker).
+
+``start()`` runs the stream thread's asyncio loop in a background thread; ``async run()`` runs
+it in the caller's loop. ``store(name)`` gives a read-only view over this instance's tasks'
+stores (interactive queries). States follow Kafka Streams' ``KafkaStreams.State``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..topology.topology import Topology
+from .config import StreamsConfig
+from .queries import ReadOnlyStoreView
+from .thread import StreamThread
+
+log = logging.getLogger(__name__)
+
+
+class State(enum.Enum):
+    CREATED = "CREATED"
+    REBALANCING = "REBALANCING"
+    RUNNING = "RUNNING"
+    PENDING_SHUTDOWN = "PENDING_SHUTDOWN"
+    NOT_RUNNING = "NOT_RUNNING"
+    PENDING_ERROR = "PENDING_ERROR"
+    ERROR = "ERROR"
+
+
+class IllegalStateError(RuntimeError):
+    """Called in the wrong state (e.g. start() twice)."""
+
+
+class KafkaStreams:
+    def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig) -> None:
+        self.topology = topology
+        self.config = (config if isinstance(config, StreamsConfig)
+                       else StreamsConfig.from_mapping(dict(config)))
+        self._state = State.CREATED
+        self._state_lock = threading.Condition()
+        self._listener: Callable[[State, State], None] | None = None
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._stream_thread: StreamThread | None = None
+        self.error: BaseException | None = None
+
+    # -- state --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        return self._state
+
+    def set_state_listener(self, listener: Callable[[State, State], None]) -> None:
+        self._listener = listener
+
+    def _set_state(self, name: str | State) -> None:
+        new = State(name) if isinstance(name, str) else name
+        with self._state_lock:
+            old = self._state
+            if old == new or (old in (State.PENDING_SHUTDOWN, State.NOT_RUNNING, State.ERROR)
+                              and new in (State.REBALANCING, State.RUNNING)):
+                return
+            self._state = new
+            self._state_lock.notify_all()
+        log.info("state %s -> %s", old.value, new.value)
+        if self._listener is not None:
+            try:
+                self._listener(new, old)
+            except Exception:
+                log.exception("state listener failed")
+
+    def wait_for_state(self, *states: State | str, timeout: float | None = None) -> bool:
+        """Block until the instance reaches one of ``states`` (test and CLI convenience)."""
+        wanted = {State(s) if isinstance(s, str) else s for s in states}
+        with self._state_lock:
+            return self._state_lock.wait_for(lambda: self._state in wanted, timeout)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        if self._state is not State.CREATED:
+            raise IllegalStateError(f"cannot start: state is {self._state.value}")
+        self._set_state(State.REBALANCING)
+        self._thread = threading.Thread(target=self._thread_main, daemon=True,
+                                        name=f"{self.config.application_id}-StreamThread-1")
+        self._thread.start()
+
+    def _thread_main(self) -> None:
+        with contextlib.suppress(BaseException):  # already logged and recorded by _run
+            asyncio.run(self._run())
+
+    async def run(self) -> None:
+        """Run in the current event loop until ``close()``; raises if processing fails."""
+        if self._state is State.CREATED:
+            self._set_state(State.REBALANCING)
+        await self._run()
+
+    async def _run(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING):
+            self._stop.set()
+        self._stream_thread = StreamThread(self)
+        try:
+            await self._stream_thread.run(self._stop)
+        except BaseException as exc:
+            self.error = exc
+            if not isinstance(exc, asyncio.CancelledError):
+                log.error("stream thread failed: %s", exc, exc_info=exc)
+            self._set_state(State.PENDING_ERROR)
+            self._set_state(State.ERROR)
+            raise
+        self._set_state(State.NOT_RUNNING)
+
+    def close(self, timeout: float | None = None) -> bool:
+        """Stop processing (commit, checkpoint, leave the group); True if it stopped in time."""
+        if self._state is State.CREATED:
+            self._set_state(State.NOT_RUNNING)
+            return True
+        if self._state not in (State.NOT_RUNNING, State.ERROR):
+            self._set_state(State.PENDING_SHUTDOWN)
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop just closed
+                loop.call_soon_threadsafe(stop.set)
+        thread = self._thread
+        if thread is None:
+            return True
+        if thread is threading.current_thread():
+            return False
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    # -- interactive queries ------------------------------------------------------------------
+
+    def store(self, name: str) -> ReadOnlyStoreView:
+        if name not in self.topology.stores and name not in self.topology.global_stores:
+            raise KeyError(f"no state store named {name!r} in this topology")
+        return ReadOnlyStoreView(name, self)
+
+    def local_task_ids(self) -> list[str]:
+        """Active tasks of this instance (like ``metadataForLocalThreads()``' task ids)."""
+        thread = self._stream_thread
+        return sorted(str(t) for t in list(thread.tasks)) if thread is not None else []
+
+    def local_stores(self, name: str) -> list[Any]:
+        thread = self._stream_thread
+        if thread is None:
+            return []
+        if thread.globals is not None and name in thread.globals.stores:
+            return [thread.globals.stores[name]]
+        return [task.stores[name] for task_id, task in list(thread.tasks.items())
+                if name in task.stores and task_id not in thread.restoring]
+
+    def __enter__(self) -> KafkaStreams:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

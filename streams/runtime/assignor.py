@@ -1,0 +1,140 @@
+"""The group assignor (protocol "stream"): partitions are handed out as whole tasks.
+
+A task is sub-topology x partition; all source topics' partition p of one sub-topology go to the
+same member, so co-partitioned inputs meet in one task. Stateful and stateless tasks are
+balanced separately (each member gets at most ceil(tasks / members) of each kind); within that
+bound a task stays with the member running it, else goes to a member that has its state on
+disk (a fast restore), else to the least-loaded member. Members describe what they own in the
+JoinGroup metadata's user data.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+
+from ..processor.api import TaskId
+from .topics import TopicLayout
+
+log = logging.getLogger(__name__)
+
+VERSION = 0
+
+
+@dataclass
+class MemberInfo:
+    """What a member reports when joining: running tasks and tasks with local state."""
+
+    process_id: str = ""
+    active: set[TaskId] = field(default_factory=set)
+    state: set[TaskId] = field(default_factory=set)
+
+    def encode(self) -> bytes:
+        return json.dumps({"process": self.process_id,
+                           "active": sorted(str(t) for t in self.active),
+                           "state": sorted(str(t) for t in self.state)}).encode()
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> MemberInfo:
+        if not data:
+            return cls()
+        try:
+            raw = json.loads(data)
+            return cls(raw.get("process", ""), {TaskId.parse(t) for t in raw.get("active", [])},
+                       {TaskId.parse(t) for t in raw.get("state", [])})
+        except (ValueError, AttributeError):
+            return cls()
+
+
+
+class StreamsPartitionAssignor(AbstractPartitionAssignor):
+    """An instance per KafkaStreams: it knows the topology layout and the local state."""
+
+    name = "stream"
+    version = VERSION
+
+    def __init__(self, layout: TopicLayout, local_info: Callable[[], MemberInfo]) -> None:
+        self.layout = layout
+        self.local_info = local_info
+        self.stateful = {sub.id for sub in layout.sub_topologies if sub.stores}
+
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
+        return ConsumerProtocolMemberMetadata(VERSION, sorted(topics), self.local_info().encode())
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
+        return None
+
+    def assign(self, cluster: object,  # type: ignore[override]
+               members: Mapping[str, ConsumerProtocolMemberMetadata]
+               ) -> dict[str, ConsumerProtocolMemberAssignment]:
+        tasks = self.tasks(cluster)
+        infos = {m: MemberInfo.decode(md.user_data) for m, md in members.items()}
+        plan = balance(tasks, infos, self.stateful)
+        result = {}
+        for member in members:
+            by_topic: dict[str, list[int]] = {}
+            for task in sorted(plan.get(member, [])):
+                for topic in self.layout.sources[task.subtopology]:
+                    if task.partition < self._count(cluster, topic):
+                        by_topic.setdefault(topic, []).append(task.partition)
+            result[member] = ConsumerProtocolMemberAssignment(
+                VERSION, sorted(by_topic.items()),
+                json.dumps(sorted(str(t) for t in plan.get(member, []))).encode())
+        log.info("assigned %d tasks to %d members: %s", len(tasks), len(members),
+                 {m: sorted(str(t) for t in ts) for m, ts in plan.items()})
+        return result
+
+    def _count(self, cluster: object, topic: str) -> int:
+        parts = cluster.partitions_for_topic(topic)  # type: ignore[attr-defined]
+        return len(parts) if parts else self.layout.partitions.get(topic, 0)
+
+    def tasks(self, cluster: object) -> list[TaskId]:
+        result = []
+        for sub in self.layout.sub_topologies:
+            counts = [self._count(cluster, t) for t in self.layout.sources[sub.id]]
+            result.extend(TaskId(sub.id, p) for p in range(max(counts, default=0)))
+        return result
+
+
+def balance(tasks: list[TaskId], infos: Mapping[str, MemberInfo],
+            stateful: set[int]) -> dict[str, list[TaskId]]:
+    """Sticky, state-aware, balanced: see the module docstring."""
+    members = sorted(infos)
+    plan: dict[str, list[TaskId]] = {m: [] for m in members}
+    if not members:
+        return plan
+    for group in ([t for t in tasks if t.subtopology in stateful],
+                  [t for t in tasks if t.subtopology not in stateful]):
+        cap = math.ceil(len(group) / len(members)) if group else 0
+        count = dict.fromkeys(members, 0)
+        pending = []
+        for task in group:  # 1: keep running tasks where they are
+            owner = next((m for m in members if task in infos[m].active), None)
+            if owner is not None and count[owner] < cap:
+                plan[owner].append(task)
+                count[owner] += 1
+            else:
+                pending.append(task)
+        rest = []
+        for task in pending:  # 2: a member with the task's state on disk
+            holders = [m for m in members if task in infos[m].state and count[m] < cap]
+            if holders:
+                chosen = min(holders, key=lambda m: (count[m], len(plan[m]), m))
+                plan[chosen].append(task)
+                count[chosen] += 1
+            else:
+                rest.append(task)
+        for task in rest:  # 3: the least-loaded member
+            chosen = min(members, key=lambda m: (count[m], len(plan[m]), m))
+            plan[chosen].append(task)
+            count[chosen] += 1
+    return plan

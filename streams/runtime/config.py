@@ -1,0 +1,137 @@
+"""``StreamsConfig``: Kafka Streams' configuration keys, validated up front.
+
+Keys are Kafka's (``application.id``, ``processing.guarantee``...), dotted or snake_case. Values
+from a ``.properties`` file arrive as strings and are coerced. Defaults follow
+``StreamsConfig.java`` (reference §3.1), including the EOS default commit interval of 100 ms
+that applies only when the user did not set one.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import field_validator
+
+from ..config import ConfigError, KafkaConfigModel
+from ..processor.task import TaskConfig
+from ..serde import Serdes, resolve_serde
+
+AT_LEAST_ONCE = "at_least_once"
+EXACTLY_ONCE_V2 = "exactly_once_v2"
+
+
+class StreamsConfig(KafkaConfigModel):
+    application_id: str
+    bootstrap_servers: str = "localhost:9092"
+    client_id: str | None = None
+    processing_guarantee: Literal["at_least_once", "exactly_once_v2"] = AT_LEAST_ONCE
+    commit_interval_ms: int | None = None  # None: 30000, or 100 under exactly_once_v2
+    state_dir: Path = Path(tempfile.gettempdir()) / "kafka-streams"
+    default_key_serde: Any = None
+    default_value_serde: Any = None
+    default_deserialization_exception_handler: str | None = None
+    num_standby_replicas: int = 0
+    num_stream_threads: int = 1
+    max_task_idle_ms: int = 0
+    poll_ms: int = 100
+    max_poll_records: int = 1000
+    buffered_records_per_partition: int = 1000
+    session_timeout_ms: int = 10_000
+    heartbeat_interval_ms: int = 3_000
+    max_poll_interval_ms: int = 300_000
+    request_timeout_ms: int = 40_000
+    transaction_timeout_ms: int = 10_000
+    replication_factor: int = -1
+    repartition_purge_interval_ms: int = 30_000
+    metadata_max_age_ms: int = 300_000
+    max_batch_size: int = 1_048_576
+
+    @field_validator("application_id")
+    @classmethod
+    def _app_id(cls, value: str) -> str:
+        if not value or any(c not in _LEGAL for c in value):
+            raise ValueError("must be non-empty and use only letters, digits, '.', '_' and '-'")
+        return value
+
+    @field_validator("processing_guarantee", mode="before")
+    @classmethod
+    def _guarantee(cls, value: Any) -> Any:
+        if value in ("exactly_once", "exactly_once_beta"):
+            raise ValueError("was removed in Kafka 4.0; use 'exactly_once_v2'")
+        return value
+
+    @field_validator("num_standby_replicas")
+    @classmethod
+    def _standbys(cls, value: int) -> int:
+        if value != 0:
+            raise ValueError("standby replicas are not supported yet; only 0 is accepted "
+                             "(state is restored from the changelog on fail-over)")
+        return value
+
+    @field_validator("num_stream_threads")
+    @classmethod
+    def _threads(cls, value: int) -> int:
+        if value != 1:
+            raise ValueError("only 1 stream thread per instance is supported; "
+                             "scale out with more instances (streams run --processes N)")
+        return value
+
+    @field_validator("default_key_serde", "default_value_serde")
+    @classmethod
+    def _serde(cls, value: Any) -> Any:
+        return resolve_serde(value)
+
+    @field_validator("default_deserialization_exception_handler")
+    @classmethod
+    def _handler(cls, value: str | None) -> str | None:
+        if value is not None:
+            handler_name(value)
+        return value
+
+    @property
+    def eos(self) -> bool:
+        return self.processing_guarantee == EXACTLY_ONCE_V2
+
+    @property
+    def effective_commit_interval_ms(self) -> int:
+        if self.commit_interval_ms is not None:
+            return self.commit_interval_ms
+        return 100 if self.eos else 30_000
+
+    @property
+    def app_state_dir(self) -> Path:
+        return Path(self.state_dir) / self.application_id
+
+    def task_config(self) -> TaskConfig:
+        """What every StreamTask of this application shares."""
+        return TaskConfig(
+            application_id=self.application_id,
+            default_key_serde=self.default_key_serde or Serdes.bytes(),
+            default_value_serde=self.default_value_serde or Serdes.bytes(),
+            internal_key_serde=self.default_key_serde,
+            internal_value_serde=self.default_value_serde,
+            state_dir=Path(self.state_dir),
+            deserialization_handler=handler_name(self.default_deserialization_exception_handler),
+            app_config=self.as_properties(),
+        )
+
+    def as_properties(self) -> dict[str, Any]:
+        """The config with Kafka's dotted keys (what processors see as ``app_config``)."""
+        return {k.replace("_", "."): v for k, v in self.model_dump().items() if v is not None}
+
+
+_LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+
+
+def handler_name(value: Any) -> str:
+    """Map Kafka's handler class names (``LogAndContinueExceptionHandler``) to ours."""
+    if value is None:
+        return "log_and_fail"
+    text = str(value).rsplit(".", 1)[-1].replace("ExceptionHandler", "").replace("Handler", "")
+    snake = "".join("_" + c.lower() if c.isupper() else c for c in text).lstrip("_")
+    if snake not in ("log_and_fail", "log_and_continue"):
+        raise ConfigError(f"unknown deserialization exception handler {value!r}; use "
+                          "LogAndFailExceptionHandler or LogAndContinueExceptionHandler")
+    return snake

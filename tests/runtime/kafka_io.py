@@ -1,0 +1,100 @@
+"""Small synchronous helpers for runtime tests: create topics, produce, read a topic fully."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+
+def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    async def run() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+        finally:
+            await admin.close()
+
+    asyncio.run(run())
+
+
+def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]],
+            partition: int | None = None) -> None:
+    """Send (key, value, timestamp) records, keyed records partitioned by murmur2."""
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        await producer.start()
+        try:
+            for key, value, ts in records:
+                await producer.send(topic, value, key=key, timestamp_ms=ts, partition=partition)
+            await producer.flush()
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+
+
+def read_all(bootstrap: str, topic: str, isolation: str = "read_committed",
+             until: Callable[[list[Any]], bool] | None = None, timeout: float = 60.0,
+             quiet: float = 0.5) -> list[Any]:
+    """Every record of ``topic`` (all partitions) from the beginning, in partition order.
+
+    Reads until ``until(records)`` is true (or the end offsets if no condition), then keeps
+    reading for ``quiet`` seconds so late duplicates would show up.
+    """
+    async def run() -> list[Any]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            deadline = time.monotonic() + timeout
+            parts: set[int] | None = None
+            while not parts:
+                parts = consumer.partitions_for_topic(topic)
+                if not parts:
+                    await consumer._client.force_metadata_update()  # noqa: SLF001
+                    if time.monotonic() > deadline:
+                        raise AssertionError(f"topic {topic} never appeared")
+                    await asyncio.sleep(0.05)
+            tps = [TopicPartition(topic, p) for p in sorted(parts)]
+            consumer.assign(tps)
+            await consumer.seek_to_beginning(*tps)
+            records: list[Any] = []
+            done_at: float | None = None
+            while True:
+                batch = await consumer.getmany(timeout_ms=100)
+                for tp in sorted(batch):
+                    records.extend(batch[tp])
+                now = time.monotonic()
+                if done_at is None:
+                    if until is not None:
+                        finished = until(records)
+                    else:
+                        ends = await consumer.end_offsets(tps)
+                        finished = all([await consumer.position(tp) >= ends[tp] for tp in tps])
+                    if finished:
+                        done_at = now + quiet
+                elif now >= done_at:
+                    return records
+                if now > deadline:
+                    raise AssertionError(
+                        f"timed out reading {topic}: {len(records)} records so far")
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+def latest_by_key(records: list[Any], key_decode: Callable[[bytes], Any] = bytes.decode,
+                  value_decode: Callable[[bytes], Any] = lambda b: int.from_bytes(b, "big")
+                  ) -> dict[Any, Any]:
+    """Last value per key (records within a partition are in offset order)."""
+    result = {}
+    for r in records:
+        result[key_decode(r.key)] = None if r.value is None else value_decode(r.value)
+    return result

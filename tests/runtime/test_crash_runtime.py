@@ -1,0 +1,105 @@
+"""Exactly-once under SIGKILL: a counting app is killed at random moments and restarted.
+
+The committed output (read_committed) must be, per key, exactly the counts 1, 2, ..., n in
+order: a duplicate would repeat or skip a count, a loss would end below n. Under
+at_least_once nothing may be lost (every count up to n appears; duplicates are allowed).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+from helpers import wait_until
+
+from .kafka_io import create_topics, produce, read_all
+
+SCRIPT = Path(__file__).with_name("counting_app.py")
+KEYS = [f"key{i}" for i in range(8)]
+CHUNK = 400
+KILLS = 4
+
+
+class App:
+    def __init__(self, bootstrap: str, guarantee: str, state_dir: Path, log: Path) -> None:
+        self.log = log
+        env = dict(os.environ, PYTHONUNBUFFERED="1",
+                   PYTHONPATH=str(Path(__file__).parents[2]))
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, str(SCRIPT), bootstrap, guarantee, str(state_dir)],
+                stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def running(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
+        return "STATE RUNNING" in self.output()
+
+
+def counts_by_key(records) -> dict[str, list[int]]:
+    result: dict[str, list[int]] = defaultdict(list)
+    for r in records:
+        result[r.key.decode()].append(int.from_bytes(r.value, "big"))
+    return result
+
+
+@pytest.mark.parametrize("guarantee", ["exactly_once_v2", "at_least_once"])
+def test_counting_survives_sigkill(broker, tmp_path, guarantee) -> None:
+    rng = random.Random(42 if guarantee == "exactly_once_v2" else 7)
+    create_topics(broker.bootstrap, {"crash-input": 2})
+    expected: dict[str, int] = defaultdict(int)
+    state_dir = tmp_path / "state"
+
+    def produce_chunk(index: int) -> None:
+        records = []
+        for i in range(CHUNK):
+            key = KEYS[rng.randrange(len(KEYS))]
+            expected[key] += 1
+            records.append((key.encode(), b"x", 1_000 * index + i))
+        produce(broker.bootstrap, "crash-input", records)
+
+    for run in range(KILLS):
+        produce_chunk(run)
+        app = App(broker.bootstrap, guarantee, state_dir, tmp_path / f"app-{run}.log")
+        try:
+            wait_until(app.running, timeout=60, message=f"run {run} RUNNING")
+            time.sleep(rng.uniform(0.1, 0.8))  # the crash moment (random), not a wait
+        finally:
+            app.proc.send_signal(signal.SIGKILL)
+            app.proc.wait(10)
+
+    produce_chunk(KILLS)
+    final = App(broker.bootstrap, guarantee, state_dir, tmp_path / "app-final.log")
+    try:
+        wait_until(final.running, timeout=60, message="final run RUNNING")
+        total = sum(expected.values())
+
+        def complete(records) -> bool:
+            got = counts_by_key(records)
+            return all(got.get(k) and max(got[k]) >= n for k, n in expected.items())
+
+        records = read_all(broker.bootstrap, "crash-counts", until=complete, timeout=120,
+                           quiet=1.0)
+    finally:
+        final.proc.send_signal(signal.SIGTERM)
+        final.proc.wait(60)
+    got = counts_by_key(records)
+    assert set(got) == set(expected)
+    if guarantee == "exactly_once_v2":
+        for key, n in expected.items():
+            assert got[key] == list(range(1, n + 1)), f"{key}: duplicates or gaps"
+        assert len(records) == total
+    else:
+        for key, n in expected.items():
+            assert set(range(1, n + 1)) <= set(got[key]), f"{key}: lost updates"
+    assert "CLOSED" in final.output()
