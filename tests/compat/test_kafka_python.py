@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from compat_util import (
     BASE_TS,
@@ -136,42 +138,64 @@ def test_offsets_for_times_and_watermarks(broker) -> None:
         c.close()
 
 
+class GroupMember(threading.Thread):
+    """Polls one kafka-python consumer on its own thread, as an application would.
+
+    Two consumers polled in turn from one thread can stall a rebalance: one blocks in its
+    JoinGroup while the other cannot send its own. Offsets are committed and the consumer
+    closed on the polling thread too.
+    """
+
+    def __init__(self, consumer: KafkaConsumer, topic: str) -> None:
+        super().__init__(daemon=True)
+        self.consumer = consumer
+        self.topic = topic
+        self.assigned: frozenset[int] = frozenset()
+        self.commit_before_close: dict | None = None
+        self.stopping = threading.Event()
+
+    def run(self) -> None:
+        self.consumer.subscribe([self.topic])
+        try:
+            while not self.stopping.is_set():
+                self.consumer.poll(timeout_ms=100)
+                self.assigned = frozenset(tp.partition for tp in self.consumer.assignment())
+            if self.commit_before_close is not None:
+                self.consumer.commit(self.commit_before_close)
+        finally:
+            self.consumer.close()  # sends LeaveGroup
+
+    def stop(self) -> None:
+        self.stopping.set()
+        self.join(30)
+        assert not self.is_alive(), "consumer thread did not stop"
+
+
 def test_group_rebalance_and_committed_offsets_survive_restart(broker) -> None:
+    from kafka.structs import OffsetAndMetadata
+
     topic = "kp-group"
     create_topic(broker, topic)
     produce(broker, topic, sample_records(40))
     conf = {"group_id": "kp-g", "session_timeout_ms": 6000, "heartbeat_interval_ms": 300}
-    c1, c2 = consumer(broker, **conf), consumer(broker, **conf)
+    m1 = GroupMember(consumer(broker, **conf), topic)
+    m2 = GroupMember(consumer(broker, **conf), topic)
     c3 = None
     try:
-        c1.subscribe([topic])
-        c2.subscribe([topic])
-
-        def poll_all(members, condition):
-            def step() -> bool:
-                for c in members:
-                    c.poll(timeout_ms=50)
-                return condition()
-
-            return step
+        m1.start()
+        m2.start()
 
         def split() -> bool:
-            a, b = c1.assignment(), c2.assignment()
-            return bool(a) and bool(b) and len(a) + len(b) == PARTITIONS
+            a, b = m1.assigned, m2.assigned
+            return bool(a) and bool(b) and not a & b and len(a | b) == PARTITIONS
 
-        wait_until(poll_all([c1, c2], split), 40, interval=0, message="both members assigned")
-        assert c1.assignment().isdisjoint(c2.assignment())
-
-        c2.close()  # sends LeaveGroup
-        c2 = None
-        wait_until(poll_all([c1], lambda: len(c1.assignment()) == PARTITIONS), 40,
-                   interval=0, message="survivor owns all partitions")
-        from kafka.structs import OffsetAndMetadata
-
-        c1.commit({TopicPartition(topic, p): OffsetAndMetadata(1 + p, "", -1)
-                   for p in range(PARTITIONS)})
-        c1.close()
-        c1 = None
+        wait_until(split, 40, message="both members assigned")
+        m2.stop()
+        wait_until(lambda: len(m1.assigned) == PARTITIONS, 40,
+                   message="survivor owns all partitions")
+        m1.commit_before_close = {TopicPartition(topic, p): OffsetAndMetadata(1 + p, "", -1)
+                                  for p in range(PARTITIONS)}
+        m1.stop()
 
         broker.restart()
 
@@ -190,6 +214,8 @@ def test_group_rebalance_and_committed_offsets_survive_restart(broker) -> None:
         wait_until(resumed, 40, interval=0, message="resumed on every partition")
         assert first == {p: 1 + p for p in range(PARTITIONS)}
     finally:
-        for c in (c1, c2, c3):
-            if c is not None:
-                c.close()
+        for member in (m1, m2):
+            if member.is_alive():
+                member.stop()
+        if c3 is not None:
+            c3.close()
