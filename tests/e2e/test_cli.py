@@ -215,9 +215,21 @@ def test_bad_arguments_exit_2_naming_the_argument(args: list[str], fragment: str
 
 
 @pytest.mark.slow
-def test_demo_runs_and_exits_0() -> None:
-    result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py")],
+def test_broker_demo_runs_and_exits_0() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "broker_demo.py")],
                             capture_output=True, text=True, timeout=90, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "every record arrived exactly once" in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_streams_demo_counts_every_view_exactly_once() -> None:
+    """The README's demo: a join + windowed count under exactly_once_v2 on the bundled broker."""
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py"),
+                             "--views", "3000"],
+                            capture_output=True, text=True, timeout=150, cwd=ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "every count matches what was produced" in result.stdout
+    assert "3,000 views processed end to end" in result.stdout
     assert "Traceback" not in result.stderr
