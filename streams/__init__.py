@@ -16,6 +16,14 @@ from .processor.api import (
     PunctuationType,
     Record,
 )
+from .processor.errors import ErrorHandlerContext, HandlerResponse, StreamsError
+from .processor.timestamps import (
+    ConsumerRecord,
+    FailOnInvalidTimestamp,
+    LogAndSkipOnInvalidTimestamp,
+    UsePartitionTimeOnInvalidTimestamp,
+    WallclockTimestampExtractor,
+)
 from .serde import Serde, Serdes
 from .state.stores import Stores
 from .topology.topology import Topology
@@ -35,9 +43,14 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BufferConfig",
+    "ConsumerRecord",
     "EmitStrategy",
+    "ErrorHandlerContext",
+    "FailOnInvalidTimestamp",
+    "HandlerResponse",
     "JoinWindows",
     "KafkaStreams",
+    "LogAndSkipOnInvalidTimestamp",
     "Materialized",
     "Processor",
     "ProcessorContext",
@@ -48,10 +61,13 @@ __all__ = [
     "SessionWindows",
     "SlidingWindows",
     "Stores",
+    "StreamsError",
     "Suppressed",
     "StreamsBuilder",
     "TimeWindows",
     "Topology",
+    "UsePartitionTimeOnInvalidTimestamp",
+    "WallclockTimestampExtractor",
     "Window",
     "Windowed",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..serde import InternalSerde, Serde, SerializationError
+from ..serde import InternalSerde, Serde
 from ..state.stores import StoreInitContext
 from .api import (
     Cancellable,
@@ -26,12 +26,18 @@ from .api import (
     RecordMetadata,
     TaskId,
 )
+from .errors import (
+    ErrorHandlerContext,
+    ErrorHandling,
+    HandlerFailedError,
+    ProducerRecord,
+    StreamsError,
+)
+from .timestamps import ConsumerRecord, FailOnInvalidTimestamp, resolve_timestamp_extractor
 
 log = logging.getLogger(__name__)
 
-
-class StreamsError(RuntimeError):
-    """Processing cannot go on (a handler said fail); the message says which record and why."""
+__all__ = ["InboundRecord", "StreamTask", "StreamsError", "TaskConfig"]
 
 
 class RecordCollector(Protocol):
@@ -62,7 +68,10 @@ class TaskConfig:
     default_key_serde: Serde[Any]
     default_value_serde: Serde[Any]
     state_dir: Path
-    deserialization_handler: str = "log_and_fail"  # or "log_and_continue"
+    # Exception handlers + DLQ topic (see errors.py) and default.timestamp.extractor; both
+    # default to what app_config says (Kafka's defaults: fail, FailOnInvalidTimestamp).
+    errors: ErrorHandling | None = None
+    timestamp_extractor: Any = None
     app_config: dict[str, Any] = field(default_factory=dict)
     # For internal topics and stores with no serde of their own: the configured default if
     # the user set one, else the self-describing InternalSerde.
@@ -72,6 +81,13 @@ class TaskConfig:
     def __post_init__(self) -> None:
         self.internal_key_serde = self.internal_key_serde or InternalSerde()
         self.internal_value_serde = self.internal_value_serde or InternalSerde()
+        if self.errors is None:
+            self.errors = ErrorHandling.from_config(self.app_config)
+        if self.timestamp_extractor is None:
+            from .errors import config_value
+
+            self.timestamp_extractor = resolve_timestamp_extractor(
+                config_value(self.app_config, "default.timestamp.extractor"))
 
     def serdes_for(self, topic_is_internal: bool) -> tuple[Serde[Any], Serde[Any]]:
         if topic_is_internal:
@@ -187,6 +203,9 @@ class StreamTask:
         self.global_stores = global_stores or {}
         self.stream_time = -1
         self.current_metadata: RecordMetadata | None = None
+        self.current_inbound: InboundRecord | None = None  # its raw bytes go to the DLQ
+        self.errors: ErrorHandling = config.errors  # type: ignore[assignment]
+        self.extractors: dict[str, Any] = {}  # source node name -> timestamp extractor
         self.commit_requested = False
         self.punctuators: list[tuple[_Punctuator, Node | None]] = []
         self.queues: dict[tuple[str, int], deque[InboundRecord]] = {}
@@ -229,6 +248,9 @@ class StreamTask:
             defn = self.topology.nodes[name]
             if isinstance(defn, SourceDef):
                 node = Node(name, "source", defn)
+                self.extractors[name] = (
+                    resolve_timestamp_extractor(defn.timestamp_extractor)
+                    if defn.timestamp_extractor is not None else self.config.timestamp_extractor)
                 for topic in defn.topics:
                     self.sources_by_topic[self.topology.resolve_topic(topic, app)] = node
             elif isinstance(defn, ProcessorDef):
@@ -288,14 +310,7 @@ class StreamTask:
         tp = (inbound.topic, inbound.partition)
         self.consumed[tp] = inbound.offset + 1
         defn = source.defn
-        partition_time = self.partition_time.get(tp, -1)
-        timestamp = inbound.timestamp
-        if defn.timestamp_extractor is not None:
-            timestamp = defn.timestamp_extractor(inbound, partition_time)
-        if timestamp < 0:
-            log.warning("dropping record %s-%d@%d: negative timestamp %d", inbound.topic,
-                        inbound.partition, inbound.offset, timestamp)
-            return
+        self.current_inbound = inbound
         try:
             default_key, default_value = self.config.serdes_for(
                 defn.topics[0] in self.topology.internal_topics)
@@ -303,12 +318,25 @@ class StreamTask:
             value_serde = defn.value_serde or default_value
             key = key_serde.deserialize(inbound.topic, inbound.key)
             value = value_serde.deserialize(inbound.topic, inbound.value)
-        except SerializationError as exc:
-            where = f"{inbound.topic}-{inbound.partition}@{inbound.offset}"
-            if self.config.deserialization_handler == "log_and_continue":
-                log.warning("skipping record %s that cannot be deserialized: %s", where, exc)
+        except Exception as exc:  # any deserializer failure goes to the handler, as in Kafka
+            self.errors.handle(self.errors.deserialization,
+                               self._error_context(source.name, inbound.timestamp), inbound,
+                               exc, self.collector.send)
+            return
+        partition_time = self.partition_time.get(tp, -1)
+        extractor = self.extractors[source.name]
+        if extractor.__class__ is FailOnInvalidTimestamp:  # the default: no record object
+            timestamp = inbound.timestamp
+            if timestamp < 0:
+                extractor.on_invalid_timestamp(self._consumer_record(inbound, key, value),
+                                               timestamp, partition_time)
+        else:
+            timestamp = extractor(self._consumer_record(inbound, key, value), partition_time)
+            if timestamp < 0:
+                log.warning("skipping record %s-%d@%d in task %s: negative extracted "
+                            "timestamp %d", inbound.topic, inbound.partition, inbound.offset,
+                            self.task_id, timestamp)
                 return
-            raise StreamsError(f"cannot deserialize record {where}: {exc}") from exc
         if timestamp > partition_time:
             self.partition_time[tp] = timestamp
         if timestamp > self.stream_time:
@@ -320,6 +348,22 @@ class StreamTask:
             self.run_node(child, record)
         self.context.current_node = None
         self.punctuate_stream_time()
+
+    @staticmethod
+    def _consumer_record(inbound: InboundRecord, key: Any, value: Any) -> ConsumerRecord:
+        return ConsumerRecord(inbound.topic, inbound.partition, inbound.offset, key, value,
+                              inbound.timestamp, inbound.headers)
+
+    def _error_context(self, node_name: str | None, timestamp: int) -> ErrorHandlerContext:
+        """Where a failure happened: the source record being processed (None in a
+        punctuator, where only the node and task are known)."""
+        inbound = self.current_inbound
+        if inbound is None:
+            return ErrorHandlerContext(None, None, None, (), timestamp, node_name, self.task_id,
+                                       None, None)
+        return ErrorHandlerContext(inbound.topic, inbound.partition, inbound.offset,
+                                   inbound.headers, timestamp, node_name, self.task_id,
+                                   inbound.key, inbound.value)
 
     def run_node(self, node: Node, record: Record[Any, Any]) -> None:
         context = self.context
@@ -333,6 +377,15 @@ class StreamTask:
             else:
                 for child in node.children:
                     self.run_node(child, record)
+        except HandlerFailedError:
+            raise  # a handler below already decided
+        except Exception as exc:
+            if node.kind != "processor":
+                raise
+            # KIP-1033: the innermost failing processor drops the record; siblings go on.
+            self.errors.handle(self.errors.processing,
+                               self._error_context(node.name, record.timestamp), record, exc,
+                               self.collector.send)
         finally:
             context.current_node = previous
 
@@ -345,13 +398,26 @@ class StreamTask:
         topic = self.topology.resolve_topic(topic, self.config.application_id)
         key_serde = defn.key_serde or default_key
         value_serde = defn.value_serde or default_value
-        key = key_serde.serialize(topic, record.key)
-        value = value_serde.serialize(topic, record.value)
+        try:
+            key = key_serde.serialize(topic, record.key)
+            value = value_serde.serialize(topic, record.value)
+        except Exception as exc:
+            self._production_error(node, ProducerRecord(topic, record.key, record.value,
+                                                        record.timestamp, record.headers), exc)
+            return
         partition = None
         if defn.partitioner is not None:
             partition = defn.partitioner(topic, record.key, record.value,
                                          self.collector.partitions_for(topic))
-        self.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+        try:
+            self.collector.send(topic, key, value, record.timestamp, record.headers, partition)
+        except Exception as exc:  # e.g. larger than max.request.size
+            self._production_error(node, ProducerRecord(topic, key, value, record.timestamp,
+                                                        record.headers, partition), exc)
+
+    def _production_error(self, node: Node, record: ProducerRecord, exc: Exception) -> None:
+        self.errors.handle(self.errors.production, self._error_context(node.name, record.timestamp),
+                           record, exc, self.collector.send)
 
     # -- punctuation --------------------------------------------------------------------------
 
@@ -364,8 +430,15 @@ class StreamTask:
                 continue
             self.context.current_node = node
             self.current_metadata = None
+            self.current_inbound = None
             try:
                 punctuator.callback(now)
+            except HandlerFailedError:
+                raise
+            except Exception as exc:  # KIP-1033: punctuator errors go to the handler too
+                self.errors.handle(self.errors.processing,
+                                   self._error_context(node.name if node else None, now),
+                                   None, exc, self.collector.send)
             finally:
                 self.context.current_node = None
             missed = (now - punctuator.next_due) // punctuator.interval

@@ -14,7 +14,9 @@ import itertools
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from aiokafka.errors import MessageSizeTooLargeError
 from aiokafka.partitioner import murmur2
+from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from ..processor.api import Headers
 
@@ -28,8 +30,10 @@ def default_partition(key: bytes, partitions: int) -> int:
 
 class RecordCollector:
     def __init__(self, producer: Any, partition_counts: dict[str, int],
-                 before_first_send: Callable[[], Awaitable[None]] | None = None) -> None:
+                 before_first_send: Callable[[], Awaitable[None]] | None = None,
+                 max_request_size: int = 1_048_576) -> None:
         self.producer = producer
+        self.max_request_size = max_request_size  # aiokafka's default max_request_size
         self.counts = partition_counts
         self.before_first_send = before_first_send
         self.offsets: dict[tuple[str, int], int] = {}  # next offset after the last delivered
@@ -47,7 +51,8 @@ class RecordCollector:
              headers: Headers, partition: int | None) -> None:
         if partition is None:
             count = self.counts.get(topic) or self._cluster_count(topic)
-            if not count:
+            if not count:  # sent at flush() once metadata is known; refuse oversize now
+                self._check_size(topic, key, value, list(headers) if headers else [])
                 self._unknown.append((topic, key, value, timestamp, headers))
                 return
             if key is None:
@@ -61,15 +66,27 @@ class RecordCollector:
                 partition = hashed % count
         tp = (topic, partition)
         batch = self._open.get(tp)
-        if batch is None:
-            batch = self._open[tp] = self.producer.create_batch()
         hdrs = list(headers) if headers else []
-        if batch.append(timestamp=timestamp, key=key, value=value, headers=hdrs) is None:
-            self._ready.append((tp, batch))
+        if batch is None or batch.append(timestamp=timestamp, key=key, value=value,
+                                         headers=hdrs) is None:
+            # A record opening a batch may be oversized (a batch always takes its first
+            # record): refuse it here, synchronously, as the Java producer does, so the
+            # production exception handler sees it with its context.
+            self._check_size(topic, key, value, hdrs)
+            if batch is not None:
+                self._ready.append((tp, batch))
             batch = self._open[tp] = self.producer.create_batch()
             if batch.append(timestamp=timestamp, key=key, value=value, headers=hdrs) is None:
                 raise ValueError(f"record for {topic} is larger than max.batch.size")
         self.sent += 1
+
+    def _check_size(self, topic: str, key: bytes | None, value: bytes | None,
+                    headers: list[Any]) -> None:
+        size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value, headers)
+        if size > self.max_request_size:
+            raise MessageSizeTooLargeError(
+                f"the record for {topic} is {size} bytes when serialized, larger than "
+                f"max.request.size ({self.max_request_size})")
 
     def partitions_for(self, topic: str) -> int:
         count = self.counts.get(topic) or self._cluster_count(topic)

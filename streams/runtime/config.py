@@ -12,10 +12,12 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import field_validator
+from pydantic import ValidationInfo, field_validator
 
-from ..config import ConfigError, KafkaConfigModel
+from ..config import KafkaConfigModel
+from ..processor.errors import ErrorHandling, resolve_handler
 from ..processor.task import TaskConfig
+from ..processor.timestamps import resolve_timestamp_extractor
 from ..serde import Serdes, resolve_serde
 
 AT_LEAST_ONCE = "at_least_once"
@@ -31,7 +33,15 @@ class StreamsConfig(KafkaConfigModel):
     state_dir: Path = Path(tempfile.gettempdir()) / "kafka-streams"
     default_key_serde: Any = None
     default_value_serde: Any = None
-    default_deserialization_exception_handler: str | None = None
+    # Exception handlers (names, Kafka class names, callables or dotted paths; see
+    # processor/errors.py); Kafka 4.0 renamed the default.* ones, both names are accepted.
+    deserialization_exception_handler: Any = None
+    default_deserialization_exception_handler: Any = None
+    processing_exception_handler: Any = None
+    production_exception_handler: Any = None
+    default_production_exception_handler: Any = None
+    errors_dead_letter_queue_topic_name: str | None = None  # KIP-1034
+    default_timestamp_extractor: Any = None
     num_standby_replicas: int = 0
     num_stream_threads: int = 1
     max_task_idle_ms: int = 0
@@ -83,11 +93,19 @@ class StreamsConfig(KafkaConfigModel):
     def _serde(cls, value: Any) -> Any:
         return resolve_serde(value)
 
-    @field_validator("default_deserialization_exception_handler")
+    @field_validator("deserialization_exception_handler",
+                     "default_deserialization_exception_handler", "processing_exception_handler",
+                     "production_exception_handler", "default_production_exception_handler")
     @classmethod
-    def _handler(cls, value: str | None) -> str | None:
-        if value is not None:
-            handler_name(value)
+    def _handler(cls, value: Any, info: ValidationInfo) -> Any:
+        """Resolve now, so a bad handler name fails when the config is built."""
+        resolve_handler(info.field_name.split("_")[-3], value)  # type: ignore[union-attr]
+        return value
+
+    @field_validator("default_timestamp_extractor")
+    @classmethod
+    def _extractor(cls, value: Any) -> Any:
+        resolve_timestamp_extractor(value)
         return value
 
     @property
@@ -113,7 +131,8 @@ class StreamsConfig(KafkaConfigModel):
             internal_key_serde=self.default_key_serde,
             internal_value_serde=self.default_value_serde,
             state_dir=Path(self.state_dir),
-            deserialization_handler=handler_name(self.default_deserialization_exception_handler),
+            errors=ErrorHandling.from_config(self.as_properties()),
+            timestamp_extractor=resolve_timestamp_extractor(self.default_timestamp_extractor),
             app_config=self.as_properties(),
         )
 
@@ -124,14 +143,3 @@ class StreamsConfig(KafkaConfigModel):
 
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 
-
-def handler_name(value: Any) -> str:
-    """Map Kafka's handler class names (``LogAndContinueExceptionHandler``) to ours."""
-    if value is None:
-        return "log_and_fail"
-    text = str(value).rsplit(".", 1)[-1].replace("ExceptionHandler", "").replace("Handler", "")
-    snake = "".join("_" + c.lower() if c.isupper() else c for c in text).lstrip("_")
-    if snake not in ("log_and_fail", "log_and_continue"):
-        raise ConfigError(f"unknown deserialization exception handler {value!r}; use "
-                          "LogAndFailExceptionHandler or LogAndContinueExceptionHandler")
-    return snake

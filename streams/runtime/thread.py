@@ -29,6 +29,7 @@ from aiokafka.errors import (
 )
 
 from ..processor.api import TaskId
+from ..processor.errors import HandlerFailedError
 from ..processor.task import InboundRecord, StreamTask
 from .assignor import MemberInfo, StreamsPartitionAssignor
 from .collector import RecordCollector
@@ -149,9 +150,11 @@ class StreamThread:
         self.in_txn = False
         clean = False
         try:
+            # Before start(): the first assignment may complete inside start(), and its
+            # RUNNING must not be overwritten.
+            self.app._set_state("REBALANCING")
             self.consumer.subscribe(self.layout.source_topics(), listener=_Listener(self))
             await self.consumer.start()
-            self.app._set_state("REBALANCING")
             while not stop.is_set():
                 timeout = 0 if self._has_work() else self.config.poll_ms
                 batch = await self.consumer.getmany(timeout_ms=timeout)
@@ -171,11 +174,28 @@ class StreamThread:
         except TaskMigrated:
             await self._abandon(None)
             raise
+        except HandlerFailedError:
+            await self._deliver_before_failing()
+            await self._abandon(None)
+            raise
         except BaseException:
             await self._abandon(None)
             raise
         finally:
             await self._stop_clients(leave=clean)
+
+    async def _deliver_before_failing(self) -> None:
+        """An exception handler said FAIL: under at_least_once, deliver what was produced so
+        far (as Kafka's producer close does) so a dead-letter record written just before
+        the failure is not lost; its input offset stays uncommitted. Under EOS the open
+        transaction is aborted instead, dead letters included."""
+        if self.eos or self.collector is None or self.producer is None:
+            return
+        try:
+            await asyncio.wait_for(self.collector.flush(), 10)
+            await asyncio.wait_for(self.producer.flush(), 10)
+        except Exception as exc:
+            log.warning("could not deliver pending records before failing: %r", exc)
 
     async def _abandon(self, exc: BaseException | None) -> None:
         """Abort the open transaction, drop unsent output, close every task dirty."""

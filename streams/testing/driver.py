@@ -96,9 +96,7 @@ class TopologyTestDriver:
             internal_key_serde=key_default,
             internal_value_serde=value_default,
             state_dir=self.state_dir,
-            deserialization_handler=_handler_name(
-                config.get("default.deserialization.exception.handler")),
-            app_config=config,
+            app_config=config,  # exception handlers, DLQ topic, timestamp extractor
         )
         self._outputs: dict[str, deque[_Captured]] = {}
         self._produced: set[str] = set()
@@ -346,12 +344,3 @@ class TestOutputTopic:
     def is_empty(self) -> bool:
         return not self._queue()
 
-
-def _handler_name(value: Any) -> str:
-    if value is None:
-        return "log_and_fail"
-    text = str(value).rsplit(".", 1)[-1].replace("ExceptionHandler", "").replace("Handler", "")
-    snake = "".join("_" + c.lower() if c.isupper() else c for c in text).lstrip("_")
-    if snake not in ("log_and_fail", "log_and_continue"):
-        raise ValueError(f"unknown deserialization exception handler {value!r}")
-    return snake
