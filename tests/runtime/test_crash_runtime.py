@@ -103,3 +103,50 @@ def test_counting_survives_sigkill(broker, tmp_path, guarantee) -> None:
         for key, n in expected.items():
             assert set(range(1, n + 1)) <= set(got[key]), f"{key}: lost updates"
     assert "CLOSED" in final.output()
+
+
+def test_survivor_takes_over_the_tasks_and_state_of_a_killed_instance(broker, tmp_path) -> None:
+    """Two processes share the tasks; one is SIGKILLed; the other restores its state from the
+    changelog and the final counts are exact (exactly_once_v2)."""
+    rng = random.Random(3)
+    create_topics(broker.bootstrap, {"crash-input": 4})
+    expected: dict[str, int] = defaultdict(int)
+
+    def produce_chunk(index: int) -> None:
+        records = []
+        for i in range(CHUNK):
+            key = KEYS[rng.randrange(len(KEYS))]
+            expected[key] += 1
+            records.append((key.encode(), b"x", 1_000 * index + i))
+        produce(broker.bootstrap, "crash-input", records)
+
+    produce_chunk(0)
+    first = App(broker.bootstrap, "exactly_once_v2", tmp_path / "state-a", tmp_path / "a.log")
+    second = App(broker.bootstrap, "exactly_once_v2", tmp_path / "state-b", tmp_path / "b.log")
+    try:
+        wait_until(lambda: first.running() and second.running(), timeout=60,
+                   message="both instances RUNNING")
+        wait_until(lambda: all(any((tmp_path / d / "crash-app").glob("*_*"))
+                               for d in ("state-a", "state-b")),
+                   timeout=60, message="both instances own tasks")
+        second.proc.send_signal(signal.SIGKILL)
+        second.proc.wait(10)
+        produce_chunk(1)
+
+        def complete(records) -> bool:
+            got = counts_by_key(records)
+            return all(got.get(k) and max(got[k]) >= n for k, n in expected.items())
+
+        records = read_all(broker.bootstrap, "crash-counts", until=complete, timeout=120,
+                           quiet=1.0)
+    finally:
+        for app in (first, second):
+            if app.proc.poll() is None:
+                app.proc.send_signal(signal.SIGTERM)
+                app.proc.wait(60)
+    got = counts_by_key(records)
+    for key, n in expected.items():
+        assert got[key] == list(range(1, n + 1)), f"{key}: duplicates or gaps"
+    # the survivor now holds state for every task, including the ones it took over
+    assert {p.name for p in (tmp_path / "state-a" / "crash-app").glob("*_*")} == {
+        "0_0", "0_1", "0_2", "0_3"}
