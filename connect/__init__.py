@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-# Data model and records (engineer B). Plugin API exports live below.
+# Plugin API (connect.api), data model (connect.data) and records (connect.records).
+from connect.api import (
+    ConfigDef,
+    ConnectException,
+    Connector,
+    RetriableException,
+    SinkConnector,
+    SinkTask,
+    SourceConnector,
+    SourceTask,
+)
 from connect.data import (
     DataException,
     Field,
@@ -14,6 +24,8 @@ from connect.data import (
 from connect.records import ConnectHeaders, ConnectRecord, Header, SinkRecord, SourceRecord
 
 __all__ = [
+    "ConfigDef", "ConnectException", "Connector", "RetriableException", "SinkConnector",
+    "SinkTask", "SourceConnector", "SourceTask",
     "ConnectHeaders", "ConnectRecord", "DataException", "Field", "Header", "Schema",
     "SchemaAndValue", "SchemaBuilder", "SinkRecord", "SourceRecord", "Struct",
 ]

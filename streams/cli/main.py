@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import broker_cmd, consume_cmd, groups_cmd, produce_cmd, run_cmd, topics_cmd
+from . import broker_cmd, connect_cmd, consume_cmd, groups_cmd, produce_cmd, run_cmd, topics_cmd
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -17,6 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     consume_cmd.add_parser(sub)
     groups_cmd.add_parser(sub)
     run_cmd.add_parser(sub)
+    connect_cmd.add_parser(sub)
     return parser
 
 

@@ -1,0 +1,1 @@
+"""The Connect REST API."""

@@ -1,0 +1,1 @@
+"""The Connect worker runtime: workers, herders, task runners, offsets, statuses, errors."""

@@ -1,0 +1,201 @@
+"""Worker configuration (one pydantic model) and the connector-level keys every connector has."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from connect.config_def import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    Importance,
+    Range,
+    ValidString,
+    non_empty_string,
+)
+from streams.config import ConfigError, KafkaConfigModel, read_properties
+
+# Keys under these prefixes are passed through to the converter or client they name.
+PASSTHROUGH_PREFIXES = ("key.converter.", "value.converter.", "header.converter.", "producer.",
+                        "consumer.", "admin.")
+
+
+class WorkerConfig(KafkaConfigModel):
+    """Kafka Connect's worker keys (``bootstrap.servers``, ``group.id``, ``listeners``, ...)."""
+
+    bootstrap_servers: str = "localhost:9092"
+    listeners: str = "http://127.0.0.1:8083"
+    rest_advertised_host_name: str | None = None
+    rest_advertised_port: int | None = None
+    rest_advertised_listener: str | None = None
+    key_converter: str = "org.apache.kafka.connect.json.JsonConverter"
+    value_converter: str = "org.apache.kafka.connect.json.JsonConverter"
+    header_converter: str = "org.apache.kafka.connect.storage.SimpleHeaderConverter"
+    plugin_path: str | None = None
+    offset_flush_interval_ms: int = 60000
+    offset_flush_timeout_ms: int = 5000
+    task_shutdown_graceful_timeout_ms: int = 5000
+    client_id: str | None = None
+    connector_client_config_override_policy: str = "All"
+    # standalone
+    offset_storage_file_filename: str | None = None
+    # distributed
+    group_id: str | None = None
+    config_storage_topic: str | None = None
+    offset_storage_topic: str | None = None
+    status_storage_topic: str | None = None
+    config_storage_replication_factor: int = 3
+    offset_storage_replication_factor: int = 3
+    status_storage_replication_factor: int = 3
+    offset_storage_partitions: int = 25
+    status_storage_partitions: int = 5
+    session_timeout_ms: int = 10000
+    heartbeat_interval_ms: int = 3000
+    rebalance_timeout_ms: int = 60000
+    scheduled_rebalance_max_delay_ms: int = 300000
+    connect_protocol: str = "sessioned"
+    worker_sync_timeout_ms: int = 3000
+    exactly_once_source_support: str = "disabled"
+
+    # Pass-through keys (``producer.acks``, ``value.converter.schemas.enable``, ...).
+    passthrough: dict[str, str] = {}
+
+    @classmethod
+    def parse(cls, data: Mapping[str, Any]) -> WorkerConfig:
+        plain = {k: v for k, v in data.items() if not k.startswith(PASSTHROUGH_PREFIXES)}
+        extra = {k: str(v) for k, v in data.items() if k.startswith(PASSTHROUGH_PREFIXES)}
+        return cls.from_mapping(plain, passthrough=extra)
+
+    def prefixed(self, prefix: str) -> dict[str, str]:
+        """The pass-through keys under ``prefix`` with the prefix removed."""
+        return {k[len(prefix):]: v for k, v in self.passthrough.items() if k.startswith(prefix)}
+
+    def listener(self) -> tuple[str, int]:
+        first = self.listeners.split(",")[0].strip()
+        _, _, hostport = first.rpartition("://")
+        host, _, port = hostport.rpartition(":")
+        return (host or "0.0.0.0"), int(port or 8083)
+
+    def advertised_url(self) -> str:
+        host, port = self.listener()
+        host = self.rest_advertised_host_name or ("127.0.0.1" if host in ("", "0.0.0.0") else host)
+        port = self.rest_advertised_port or port
+        return f"{self.rest_advertised_listener or 'http'}://{host}:{port}"
+
+
+def load_config_file(path: str | Path) -> dict[str, str]:
+    """A .properties file, or a .json file: a flat map, or ``{"name", "config": {...}}``."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"config file {path} does not exist")
+    if path.suffix == ".json":
+        try:
+            data = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: invalid JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a JSON object")
+        if isinstance(data.get("config"), dict):
+            config = {k: _str(v) for k, v in data["config"].items()}
+            if "name" in data:
+                config.setdefault("name", str(data["name"]))
+            return config
+        return {k: _str(v) for k, v in data.items()}
+    return read_properties(path)
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(
+        value, dict | list) else str(value)
+
+
+def _class_exists(kind: str):
+    def check(name: str, value: Any) -> None:
+        if value in (None, ""):
+            return
+        from connect import plugins
+
+        loader = {"connector": plugins.connector_class, "converter": plugins.converter_class}[kind]
+        loader(str(value))
+
+    return check
+
+
+def _transforms_valid(name: str, value: Any) -> None:
+    for alias in value or []:
+        if not alias:
+            raise ConfigException(f"Invalid value for {name}: empty alias")
+
+
+COMMON = "Common"
+TRANSFORMS = "Transforms"
+ERRORS = "Error Handling"
+
+
+def connector_config_def(kind: str) -> ConfigDef:
+    """Keys the worker reads from every connector config (Kafka's ``ConnectorConfig``)."""
+    d = ConfigDef()
+    d.define("name", ConfigType.STRING, validator=non_empty_string, importance=Importance.HIGH,
+             documentation="Globally unique name to use for this connector.", group=COMMON,
+             order_in_group=1)
+    d.define("connector.class", ConfigType.STRING, validator=_class_exists("connector"),
+             importance=Importance.HIGH, group=COMMON, order_in_group=2,
+             documentation="Name or alias of the class for this connector.")
+    d.define("tasks.max", ConfigType.INT, 1, Range.at_least(1), Importance.HIGH,
+             "Maximum number of tasks to use for this connector.", COMMON, 3)
+    d.define("tasks.max.enforce", ConfigType.BOOLEAN, True, None, Importance.LOW,
+             "Fail tasks beyond tasks.max.", COMMON, 4)
+    for order, key in enumerate(("key.converter", "value.converter", "header.converter"), 5):
+        d.define(key, ConfigType.CLASS, None, _class_exists("converter"), Importance.LOW,
+                 f"Overrides the worker's {key}.", COMMON, order)
+    d.define("config.action.reload", ConfigType.STRING, "restart",
+             ValidString(["none", "restart"], ignore_case=True), Importance.LOW, "", COMMON, 8)
+    d.define("transforms", ConfigType.LIST, "", _transforms_valid, Importance.LOW,
+             "Aliases for the transformations to be applied to records.", TRANSFORMS, 1)
+    d.define("predicates", ConfigType.LIST, "", None, Importance.LOW,
+             "Aliases for the predicates used by transformations.", "Predicates", 1)
+    d.define("errors.retry.timeout", ConfigType.LONG, 0, None, Importance.MEDIUM,
+             "Maximum duration in ms a failed operation is retried; 0 = no retry, -1 = forever.",
+             ERRORS, 1)
+    d.define("errors.retry.delay.max.ms", ConfigType.LONG, 60000, Range.at_least(0),
+             Importance.MEDIUM, "Maximum back-off between retries.", ERRORS, 2)
+    d.define("errors.tolerance", ConfigType.STRING, "none",
+             ValidString(["none", "all"], ignore_case=True), Importance.MEDIUM,
+             "none: fail on the first error; all: skip problematic records.", ERRORS, 3)
+    d.define("errors.log.enable", ConfigType.BOOLEAN, False, None, Importance.MEDIUM,
+             "Log each error and the failed operation.", ERRORS, 4)
+    d.define("errors.log.include.messages", ConfigType.BOOLEAN, False, None, Importance.MEDIUM,
+             "Include the record in the error log.", ERRORS, 5)
+    if kind == "sink":
+        d.define("topics", ConfigType.LIST, "", None, Importance.HIGH,
+                 "Topics to consume.", COMMON, 9)
+        d.define("topics.regex", ConfigType.STRING, "", None, Importance.HIGH,
+                 "Regex of topics to consume.", COMMON, 10)
+        d.define("errors.deadletterqueue.topic.name", ConfigType.STRING, "", None,
+                 Importance.MEDIUM, "Dead-letter queue topic (empty: disabled).", ERRORS, 6)
+        d.define("errors.deadletterqueue.topic.replication.factor", ConfigType.SHORT, 3, None,
+                 Importance.MEDIUM, "", ERRORS, 7)
+        d.define("errors.deadletterqueue.context.headers.enable", ConfigType.BOOLEAN, False,
+                 None, Importance.MEDIUM, "Add __connect.errors.* headers to DLQ records.",
+                 ERRORS, 8)
+    return d
+
+
+def check_sink_topics(config: Mapping[str, str]) -> list[str]:
+    """Kafka's rule: exactly one of ``topics`` and ``topics.regex``."""
+    topics = [t.strip() for t in config.get("topics", "").split(",") if t.strip()]
+    regex = config.get("topics.regex", "").strip()
+    if topics and regex:
+        return ["Must configure only one of topics or topics.regex"]
+    if not topics and not regex:
+        return ["Must configure one of topics or topics.regex"]
+    dlq = config.get("errors.deadletterqueue.topic.name", "").strip()
+    if dlq and dlq in topics:
+        return [f"The DLQ topic '{dlq}' may not be included in the list of topics "
+                f"('topics={','.join(topics)}') consumed by the connector"]
+    return []

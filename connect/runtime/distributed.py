@@ -1,0 +1,347 @@
+"""``streams connect distributed``: workers sharing a ``group.id`` share connectors and tasks.
+
+* Membership: each worker joins the consumer group ``group.id`` through the broker's classic group
+  protocol (an aiokafka consumer with our own assignor). Member metadata carries the worker's REST
+  URL; the leader's assignor spreads connectors and tasks round-robin over the members and tells
+  everyone who the leader is. A worker that joins or dies (session timeout) triggers a rebalance.
+* State: connector configs, target states and task configs live in ``config.storage.topic`` (one
+  partition, so every worker applies them in the same order), source offsets in
+  ``offset.storage.topic``, statuses in ``status.storage.topic``; all compacted, read by every
+  worker from the beginning.
+* Writes that change the cluster's connectors are made by the leader; other workers' REST layer
+  forwards those requests to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+
+from connect.rest.server import NotLeader
+from connect.runtime import clients
+from connect.runtime.config import WorkerConfig
+from connect.runtime.herder import Herder
+from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
+from connect.runtime.standalone import ConnectProcess
+from connect.runtime.status import State, Status, TargetState, TaskId
+from streams.config import ConfigError
+
+log = logging.getLogger("connect.distributed")
+
+COMPACT = {"cleanup.policy": "compact"}
+
+
+class ConnectAssignor(AbstractPartitionAssignor):
+    """Round-robin of connectors, then of tasks, over the members sorted by URL."""
+
+    name = "connect-roundrobin"  # type: ignore[assignment]
+
+    def __init__(self, herder: DistributedHerder) -> None:
+        self.herder = herder
+
+    def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
+        user = json.dumps({"url": self.herder.url}).encode()
+        return ConsumerProtocolMemberMetadata(0, sorted(topics), user)
+
+    def assign(self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]  # type: ignore[override]
+               ) -> dict[str, ConsumerProtocolMemberAssignment]:
+        urls = {}
+        for member_id, meta in members.items():
+            try:
+                urls[member_id] = json.loads(meta.user_data or b"{}").get("url", "")
+            except ValueError:
+                urls[member_id] = ""
+        order = sorted(members, key=lambda m: (urls[m], m))
+        connectors, tasks = self.herder.assignment_basis()
+        plan: dict[str, dict[str, list]] = {m: {"connectors": [], "tasks": []} for m in order}
+        for i, name in enumerate(connectors):
+            plan[order[i % len(order)]]["connectors"].append(name)
+        for i, task in enumerate(tasks):
+            plan[order[i % len(order)]]["tasks"].append([task.connector, task.task])
+        self.herder.last_basis = (connectors, tasks)
+        out = {}
+        for member in order:
+            user = json.dumps({"leader_url": self.herder.url, **plan[member]}).encode()
+            out[member] = ConsumerProtocolMemberAssignment(0, [], user)
+        log.info("assigned %d connectors and %d tasks over %d workers", len(connectors),
+                 len(tasks), len(order))
+        return out
+
+    def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
+        data = json.loads(assignment.user_data or b"{}")
+        self.herder.assignment_received(data)
+
+
+class DistributedHerder(Herder):
+    def __init__(self, config: WorkerConfig, worker_id: str, url: str) -> None:
+        super().__init__(config, worker_id, KafkaOffsetStore(config.bootstrap_servers,
+                                                             config.offset_storage_topic or ""))
+        self.url = url
+        self.leader_url: str | None = None
+        self.my_connectors: set[str] = set()
+        self.my_tasks: set[TaskId] = set()
+        self.last_basis: tuple[list[str], list[TaskId]] | None = None
+        self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
+        self._pending_targets: dict[str, TargetState] = {}
+        self._caught_up = False
+        self.config_log = KafkaLog(config.bootstrap_servers, config.config_storage_topic or "",
+                                   self._apply_config_records)
+        self.status_log = KafkaLog(config.bootstrap_servers, config.status_storage_topic or "",
+                                   self._apply_status_records)
+        self.member: AIOKafkaConsumer | None = None
+        self._member_task: asyncio.Task | None = None
+        self._wake = asyncio.Event()
+        self._reconciler: asyncio.Task | None = None
+
+    # -- startup -------------------------------------------------------------------------------
+    async def start(self) -> None:
+        cfg = self.config
+        bootstrap = cfg.bootstrap_servers
+        partitions = await clients.ensure_topic(bootstrap, cfg.config_storage_topic or "", 1,
+                                                cfg.config_storage_replication_factor, COMPACT)
+        if partitions != 1:
+            raise ConfigError(
+                f"Topic '{cfg.config_storage_topic}' supplied via the 'config.storage.topic' "
+                "property is required to have a single partition in order to guarantee "
+                f"consistency of connector configurations, but found {partitions} partitions.")
+        await clients.ensure_topic(bootstrap, cfg.offset_storage_topic or "",
+                                   cfg.offset_storage_partitions,
+                                   cfg.offset_storage_replication_factor, COMPACT)
+        await clients.ensure_topic(bootstrap, cfg.status_storage_topic or "",
+                                   cfg.status_storage_partitions,
+                                   cfg.status_storage_replication_factor, COMPACT)
+        await super().start()
+        self.ready = False  # until the group gave us an assignment
+        await self.status_log.start()
+        await self.config_log.start()
+        self._caught_up = True
+        self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_loop())
+        self.member = AIOKafkaConsumer(
+            cfg.config_storage_topic, bootstrap_servers=bootstrap, group_id=cfg.group_id,
+            enable_auto_commit=False, partition_assignment_strategy=(ConnectAssignor(self),),
+            session_timeout_ms=cfg.session_timeout_ms,
+            heartbeat_interval_ms=cfg.heartbeat_interval_ms,
+            rebalance_timeout_ms=cfg.rebalance_timeout_ms, max_poll_interval_ms=2**31 - 1,
+            client_id=f"connect-{self.worker_id}")
+        await self.member.start()
+        self._member_task = asyncio.get_running_loop().create_task(self._member_loop())
+
+    async def stop(self) -> None:
+        self.ready = False
+        for task in (self._member_task, self._reconciler):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(BaseException):
+                    await task
+        await super().stop()
+        if self.member is not None:
+            await self.member.stop()  # leave the group: the others take over at once
+        await self.config_log.stop()
+        await self.status_log.stop()
+
+    async def _member_loop(self) -> None:
+        """Keep the membership consumer polled (its background task does the group protocol)."""
+        assert self.member is not None
+        while True:
+            try:
+                await self.member.getmany(timeout_ms=500)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("group membership poll failed: %s", exc)
+                await asyncio.sleep(0.5)
+
+    # -- assignment ----------------------------------------------------------------------------
+    def assignment_basis(self) -> tuple[list[str], list[TaskId]]:
+        connectors = sorted(self.configs)
+        tasks = [TaskId(n, i) for n in connectors
+                 if self.targets.get(n) is not TargetState.STOPPED
+                 for i in range(len(self.task_configs.get(n, [])))]
+        return connectors, tasks
+
+    def assignment_received(self, data: dict[str, Any]) -> None:
+        self.leader_url = data.get("leader_url")
+        self.my_connectors = set(data.get("connectors", []))
+        self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
+        if not self.ready and self._caught_up:
+            self.ready = True
+        log.info("worker %s assigned connectors %s, tasks %s (leader %s)", self.worker_id,
+                 sorted(self.my_connectors), sorted(map(str, self.my_tasks)), self.leader_url)
+        self._wake.set()
+
+    def assigned_connectors(self) -> set[str]:
+        return set(self.my_connectors)
+
+    def assigned_tasks(self) -> set[TaskId]:
+        return set(self.my_tasks)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leader_url == self.url
+
+    async def ensure_leader(self) -> None:
+        if not self.is_leader:
+            raise NotLeader(self.leader_url)
+
+    async def _reconcile_loop(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.reconcile()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("reconciling the worker with its assignment failed")
+            if self.is_leader and self.member is not None \
+                    and self.assignment_basis() != self.last_basis:
+                self.member._coordinator.request_rejoin()
+
+    async def _changed(self) -> None:
+        self._wake.set()
+
+    # -- the config topic ----------------------------------------------------------------------
+    def _apply_config_records(self, records: list[Any]) -> None:
+        for record in records:
+            key = (record.key or b"").decode()
+            try:
+                value = None if record.value is None else json.loads(record.value)
+            except ValueError:
+                log.warning("ignoring a malformed config record %s", key)
+                continue
+            self._apply_config(key, value)
+        self._wake.set()
+
+    def _apply_config(self, key: str, value: Any) -> None:
+        if key.startswith("connector-"):
+            name = key[len("connector-"):]
+            if value is None:
+                self.configs.pop(name, None)
+                self.targets.pop(name, None)
+                self.task_configs.pop(name, None)
+            else:
+                self.configs[name] = dict(value.get("properties", {}))
+                pending = self._pending_targets.pop(name, None)
+                if pending is not None:
+                    self.targets[name] = pending
+                self.targets.setdefault(name, TargetState.STARTED)
+        elif key.startswith("target-state-"):
+            name = key[len("target-state-"):]
+            if value is not None:
+                target = TargetState(value.get("state", "STARTED"))
+                if name in self.configs:
+                    self.targets[name] = target
+                else:  # the initial state of a connector whose config comes next
+                    self._pending_targets[name] = target
+        elif key.startswith("task-"):
+            name, _, index = key[len("task-"):].rpartition("-")
+            if value is not None and index.isdigit():
+                self._pending_tasks.setdefault(name, {})[int(index)] = dict(
+                    value.get("properties", {}))
+        elif key.startswith("commit-"):
+            name = key[len("commit-"):]
+            count = int((value or {}).get("tasks", 0))
+            pending = self._pending_tasks.pop(name, {})
+            if name in self.configs and all(i in pending for i in range(count)):
+                self.task_configs[name] = [pending[i] for i in range(count)]
+        elif key.startswith("restart-connector-") and self._caught_up and value is not None:
+            name = key[len("restart-connector-"):]
+            if name in self.configs:
+                self._spawn(self._handle_restart(name, value))
+
+    async def _store_config(self, name: str, config: dict[str, str] | None,
+                            target: TargetState | None = None) -> None:
+        if config is None:
+            await self.config_log.send(f"connector-{name}", None)
+            return
+        if target is not None:  # first, so the connector never starts in the wrong state
+            await self.config_log.send(f"target-state-{name}", {"state": target.value},
+                                       wait=False)
+        await self.config_log.send(f"connector-{name}", {"properties": config})
+
+    async def _store_target(self, name: str, target: TargetState) -> None:
+        await self.config_log.send(f"target-state-{name}", {"state": target.value})
+        if target is TargetState.STOPPED:
+            await self._store_task_configs(name, [])
+
+    async def _store_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        for i, cfg in enumerate(configs):
+            await self.config_log.send(f"task-{name}-{i}", {"properties": cfg}, wait=False)
+        await self.config_log.send(f"commit-{name}", {"tasks": len(configs)})
+
+    # -- restarts go through the config topic so the owning worker acts ------------------------
+    async def _request_restart(self, name: str, connector: bool, tasks: list[TaskId]) -> None:
+        await self.config_log.send(f"restart-connector-{name}", {
+            "connector": connector, "tasks": [t.task for t in tasks]})
+
+    async def _restart_task(self, tid: TaskId) -> None:
+        await self._request_restart(tid.connector, False, [tid])
+
+    async def restart_connector(self, name: str, include_tasks: bool = False,
+                                only_failed: bool = False) -> dict[str, Any] | None:
+        self._require(name)
+        await self.ensure_leader()
+        if not include_tasks and not only_failed:
+            await self._request_restart(name, True, [])
+            return None
+        return await super().restart_connector(name, include_tasks, only_failed)
+
+    async def _handle_restart(self, name: str, request: dict[str, Any]) -> None:
+        tasks = [TaskId(name, int(t)) for t in request.get("tasks", [])]
+        connector = bool(request.get("connector")) and name in self.worker.connectors
+        await self._restart_local(name, connector, tasks)
+
+    # -- statuses ------------------------------------------------------------------------------
+    def _status_changed(self, name: str, task: TaskId | None, status: Status) -> None:
+        key = f"status-connector-{name}" if task is None else f"status-task-{name}-{task.task}"
+        value = {"state": status.state.value, "trace": status.trace,
+                 "worker_id": status.worker_id, "generation": status.generation}
+        self._spawn(self.status_log.send(key, value, wait=False))
+
+    def _apply_status_records(self, records: list[Any]) -> None:
+        for record in records:
+            key = (record.key or b"").decode()
+            if record.value is None:
+                continue
+            try:
+                value = json.loads(record.value)
+                status = Status(State(value["state"]), value.get("worker_id", ""),
+                                value.get("trace"))
+            except (ValueError, KeyError):
+                continue
+            if key.startswith("status-connector-"):
+                name = key[len("status-connector-"):]
+                if name not in self.worker.connectors:
+                    self.statuses.put_connector(name, status)
+            elif key.startswith("status-task-"):
+                name, _, index = key[len("status-task-"):].rpartition("-")
+                if index.isdigit() and TaskId(name, int(index)) not in self.worker.tasks:
+                    self.statuses.put_task(TaskId(name, int(index)), status)
+
+
+class DistributedWorker(ConnectProcess):
+    def __init__(self, config: WorkerConfig) -> None:
+        missing = [key for key in ("group_id", "config_storage_topic", "offset_storage_topic",
+                                   "status_storage_topic") if not getattr(config, key)]
+        if missing:
+            raise ConfigError("distributed mode needs " + ", ".join(
+                f"'{k.replace('_', '.')}'" for k in missing) + " in the worker config")
+        super().__init__(config)
+
+    def make_herder(self) -> Herder:
+        return DistributedHerder(self.config, self.worker_id, self.url)
+
+    async def start(self) -> None:
+        await super().start()
+        # Ready once the first assignment arrived (health says 503 until then).

@@ -1,0 +1,583 @@
+"""The herder: what the REST API talks to. It owns the cluster view of connectors (configs,
+target states, task configs) and makes this worker run its share of them.
+
+The standalone herder keeps that view in memory; the distributed herder keeps it in the config
+topic and runs only the connectors and tasks the group assigned to this worker. Both share the
+logic here; subclasses override the ``_store_*`` methods and ``assigned_*``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import Any
+
+from aiokafka.structs import TopicPartition
+
+from connect import plugins
+from connect.api import SinkConnector, SourceConnector
+from connect.config_def import ConfigException
+from connect.runtime import sink_offsets
+from connect.runtime.config import WorkerConfig, check_sink_topics, connector_config_def
+from connect.runtime.offsets import OffsetStore
+from connect.runtime.status import State, Status, StatusStore, TargetState, TaskId
+from connect.runtime.task_support import call
+from connect.runtime.worker import Worker
+
+log = logging.getLogger("connect.herder")
+
+
+class HerderError(Exception):
+    """An error the REST layer turns into ``{"error_code", "message"}`` with this status."""
+
+    status = 500
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        if status is not None:
+            self.status = status
+
+
+class NotFound(HerderError):
+    status = 404
+
+
+class Conflict(HerderError):
+    status = 409
+
+
+class BadRequest(HerderError):
+    status = 400
+
+
+def not_found(name: str) -> NotFound:
+    return NotFound(f"Connector {name} not found")
+
+
+_NAME_OK = re.compile(r"^[^\x00-\x1f\x7f]*$")
+
+
+class Herder:
+    def __init__(self, config: WorkerConfig, worker_id: str, offsets: OffsetStore) -> None:
+        self.config = config
+        self.worker_id = worker_id
+        self.offsets = offsets
+        self.statuses = StatusStore()
+        self.worker = Worker(config, worker_id, offsets, self.statuses,
+                             on_status=self._status_changed,
+                             on_reconfigure=self._reconfigure_requested)
+        self.configs: dict[str, dict[str, str]] = {}
+        self.targets: dict[str, TargetState] = {}
+        self.task_configs: dict[str, list[dict[str, str]]] = {}
+        self._lock = asyncio.Lock()
+        self.ready = False
+        self.cluster_id: str | None = None
+        self._background: set[asyncio.Task] = set()
+
+    # -- subclass hooks ------------------------------------------------------------------------
+    def assigned_connectors(self) -> set[str]:
+        return set(self.configs)
+
+    def assigned_tasks(self) -> set[TaskId]:
+        return {TaskId(n, i) for n, tasks in self.task_configs.items() for i in range(len(tasks))}
+
+    async def _store_config(self, name: str, config: dict[str, str] | None,
+                            target: TargetState | None = None) -> None:
+        """Persist a connector config (None deletes it) and, for a new one, its target state."""
+        if config is None:
+            self.configs.pop(name, None)
+            self.targets.pop(name, None)
+            self.task_configs.pop(name, None)
+        else:
+            self.configs[name] = dict(config)
+            if target is not None:
+                self.targets[name] = target
+            self.targets.setdefault(name, TargetState.STARTED)
+
+    async def _store_target(self, name: str, target: TargetState) -> None:
+        self.targets[name] = target
+        if target is TargetState.STOPPED:
+            self.task_configs[name] = []
+
+    async def _store_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
+        self.task_configs[name] = configs
+
+    async def _changed(self) -> None:
+        """Called after every stored change: bring this worker in line."""
+        await self.reconcile()
+
+    def _status_changed(self, name: str, task: TaskId | None, status: Status) -> None:
+        pass
+
+    async def ensure_leader(self) -> None:
+        """Distributed: raise if this worker may not make writes (the REST layer forwards)."""
+
+    # -- lifecycle -----------------------------------------------------------------------------
+    async def start(self) -> None:
+        await self.offsets.start()
+        try:
+            from aiokafka.admin import AIOKafkaAdminClient
+
+            admin = AIOKafkaAdminClient(bootstrap_servers=self.config.bootstrap_servers)
+            await admin.start()
+            try:
+                self.cluster_id = (await admin.describe_cluster()).get("cluster_id")
+            finally:
+                await admin.close()
+        except Exception as exc:
+            raise HerderError(f"cannot reach Kafka at {self.config.bootstrap_servers}: {exc}") \
+                from exc
+        self.ready = True
+
+    async def stop(self) -> None:
+        self.ready = False
+        for task in list(self._background):
+            task.cancel()
+        await self.worker.stop()
+        await self.offsets.stop()
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    # -- reconcile this worker with the desired state ------------------------------------------
+    async def reconcile(self) -> None:
+        async with self._lock:
+            await self._reconcile()
+
+    async def _reconcile(self) -> None:
+        for _ in range(5):  # a pass that generated new task configs needs another to start them
+            before = {n: list(c) for n, c in self.task_configs.items()}
+            await self._reconcile_once()
+            if before == self.task_configs:
+                return
+
+    async def _reconcile_once(self) -> None:
+        worker = self.worker
+        mine = {n for n in self.assigned_connectors() if n in self.configs}
+        my_tasks = {t for t in self.assigned_tasks() if t.connector in self.configs
+                    and t.task < len(self.task_configs.get(t.connector, []))}
+        # Stop what is gone or changed.
+        stale_tasks = []
+        for tid in list(worker.tasks):
+            cfgs = self.task_configs.get(tid.connector, [])
+            snapshot = worker.task_snapshots.get(tid)
+            wanted = (self.configs.get(tid.connector), cfgs[tid.task] if tid.task < len(cfgs)
+                      else None)
+            if tid not in my_tasks or snapshot != wanted \
+                    or self.targets.get(tid.connector) is TargetState.STOPPED:
+                stale_tasks.append(tid)
+        await worker.stop_tasks(stale_tasks)
+        for name in list(worker.connectors):
+            if name not in mine or worker.connectors[name].config != self.configs.get(name):
+                await worker.stop_connector(name)
+        for name in list(self.statuses.connectors):
+            if name not in self.configs:
+                self.statuses.forget(name)
+        # Start what is missing; apply target states.
+        for name in sorted(mine):
+            target = self.targets.get(name, TargetState.STARTED)
+            if name not in worker.connectors:
+                ok = await worker.start_connector(name, self.configs[name], target)
+                if ok and target is not TargetState.STOPPED:
+                    await self._refresh_task_configs(name)
+            else:
+                await worker.set_connector_target(name, target)
+                if target is not TargetState.STOPPED and not self.task_configs.get(name):
+                    await self._refresh_task_configs(name)
+        my_tasks = {t for t in self.assigned_tasks() if t.connector in self.configs
+                    and t.task < len(self.task_configs.get(t.connector, []))}
+        for tid in sorted(my_tasks):
+            if tid in worker.tasks and worker.task_snapshots.get(tid) != (
+                    self.configs[tid.connector], self.task_configs[tid.connector][tid.task]):
+                continue  # regenerated during this pass: the next pass restarts it
+            target = self.targets.get(tid.connector, TargetState.STARTED)
+            if target is TargetState.STOPPED:
+                continue
+            if tid not in worker.tasks:
+                await worker.start_task(tid, self.configs[tid.connector],
+                                        self.task_configs[tid.connector][tid.task], target)
+            else:
+                worker.set_task_target(tid, target)
+        # Tasks beyond the current count no longer exist.
+        for tid in list(self.statuses.tasks):
+            if tid.task >= len(self.task_configs.get(tid.connector, [])) \
+                    and tid not in worker.tasks:
+                self.statuses.tasks.pop(tid, None)
+
+    async def _refresh_task_configs(self, name: str) -> None:
+        """Regenerate task configs on the worker running the connector; store if changed."""
+        configs = await self.worker.task_configs(name)
+        if configs is not None and configs != self.task_configs.get(name):
+            await self._store_task_configs(name, configs)
+            # The caller's reconcile pass (or the config topic) starts the new tasks.
+
+    def _reconfigure_requested(self, name: str) -> None:
+        async def refresh() -> None:
+            async with self._lock:
+                await self._refresh_task_configs(name)
+            await self._changed()
+
+        self._spawn(refresh())
+
+    # -- reading -------------------------------------------------------------------------------
+    def _require(self, name: str) -> dict[str, str]:
+        if name not in self.configs:
+            raise not_found(name)
+        return self.configs[name]
+
+    def connector_names(self) -> list[str]:
+        return sorted(self.configs)
+
+    def connector_type(self, name: str) -> str:
+        return self.worker.connector_kind(self._require(name))
+
+    def connector_info(self, name: str) -> dict[str, Any]:
+        config = self._require(name)
+        return {
+            "name": name,
+            "config": dict(config),
+            "tasks": [TaskId(name, i).to_json() for i in range(len(self.task_configs.get(name,
+                                                                                         [])))],
+            "type": self.connector_type(name),
+        }
+
+    def connector_status(self, name: str) -> dict[str, Any]:
+        self._require(name)
+        status = self.statuses.connector(name) or Status(State.UNASSIGNED, self.worker_id)
+        tasks = []
+        for i in range(len(self.task_configs.get(name, []))):
+            task_status = self.statuses.task(TaskId(name, i)) or Status(State.UNASSIGNED,
+                                                                       self.worker_id)
+            tasks.append({"id": i, **task_status.to_json()})
+        return {"name": name, "connector": status.to_json(), "tasks": tasks,
+                "type": self.connector_type(name)}
+
+    def task_status(self, name: str, task: int) -> dict[str, Any]:
+        self._require(name)
+        if task < 0 or task >= len(self.task_configs.get(name, [])):
+            raise NotFound(f"Unknown task {name}-{task}")
+        status = self.statuses.task(TaskId(name, task)) or Status(State.UNASSIGNED,
+                                                                  self.worker_id)
+        return {"id": task, **status.to_json()}
+
+    def tasks(self, name: str) -> list[dict[str, Any]]:
+        self._require(name)
+        return [{"id": TaskId(name, i).to_json(), "config": dict(cfg)}
+                for i, cfg in enumerate(self.task_configs.get(name, []))]
+
+    def tasks_config(self, name: str) -> dict[str, dict[str, str]]:
+        self._require(name)
+        return {f"{name}-{i}": dict(cfg) for i, cfg in enumerate(self.task_configs.get(name, []))}
+
+    def active_topics(self, name: str) -> list[str]:
+        self._require(name)
+        return sorted(self.worker.active_topics.get(name, set()))
+
+    async def reset_active_topics(self, name: str) -> None:
+        self._require(name)
+        self.worker.active_topics.pop(name, None)
+
+    # -- validation ----------------------------------------------------------------------------
+    def validate(self, config: dict[str, Any], plugin: str | None = None) -> dict[str, Any]:
+        """Kafka's ConfigInfos for a connector config (``PUT .../config/validate``)."""
+        config = {str(k): v if v is None or isinstance(v, str) else str(v)
+                  for k, v in config.items()}
+        class_name = config.get("connector.class") or plugin
+        if not class_name:
+            raise BadRequest("Connector config " + str(config) + " contains no connector type")
+        if plugin is not None and config.get("connector.class") is None:
+            config["connector.class"] = plugin
+        try:
+            cls = plugins.connector_class(class_name)
+        except ConfigException as exc:
+            raise BadRequest(str(exc)) from None
+        kind = plugins.connector_type(cls)
+        common = connector_config_def(kind)
+        values = {v.name: v for v in common.validate(config)}
+        if kind == "sink":
+            for problem in check_sink_topics(config):
+                values["topics"].errors.append(problem)
+                values["topics.regex"].errors.append(problem)
+        if config.get("transforms") or config.get("predicates"):
+            try:
+                from connect.transforms import TransformationChain
+
+                TransformationChain.from_config(config).close()
+            except Exception as exc:
+                values["transforms"].errors.append(str(exc))
+        connector = cls()
+        own_def = connector.config_def()
+        try:
+            own_values = {v.name: v for v in connector.validate(dict(config))}
+        except Exception as exc:
+            own_values = {}
+            values["connector.class"].errors.append(f"validate() failed: {exc}")
+        entries = []
+        for key in common.config_keys().values():
+            entries.append({"definition": key.to_json(), "value": values[key.name].to_json()})
+        for key in own_def.config_keys().values():
+            if key.name in values:
+                continue
+            value = own_values.get(key.name)
+            if value is None:
+                from connect.config_def import ConfigValue
+
+                value = ConfigValue(key.name, config.get(key.name))
+            entries.append({"definition": key.to_json(), "value": value.to_json()})
+        error_count = sum(len(e["value"]["errors"]) for e in entries)
+        groups = common.groups() + [g for g in own_def.groups() if g not in common.groups()]
+        return {"name": plugins.class_name(cls), "error_count": error_count, "groups": groups,
+                "configs": entries}
+
+    def _check_valid(self, config: dict[str, str]) -> None:
+        result = self.validate(config)
+        if result["error_count"]:
+            messages = [e for c in result["configs"] for e in c["value"]["errors"]]
+            raise BadRequest(
+                f"Connector configuration is invalid and contains the following "
+                f"{len(messages)} error(s):\n" + "\n".join(messages) + "\nYou can also find the "
+                "above list of errors at the endpoint `/connector-plugins/{connectorType}/config/"
+                "validate`")
+
+    # -- writing -------------------------------------------------------------------------------
+    async def create_connector(self, name: str, config: dict[str, Any],
+                               initial_state: str | None = None) -> dict[str, Any]:
+        created, info = await self.put_connector_config(name, config, allow_replace=False,
+                                                        initial_state=initial_state)
+        return info
+
+    async def put_connector_config(self, name: str, config: dict[str, Any],
+                                   allow_replace: bool = True,
+                                   initial_state: str | None = None
+                                   ) -> tuple[bool, dict[str, Any]]:
+        if not name or not name.strip():
+            raise BadRequest("Connector name is required")
+        if not _NAME_OK.match(name) or "/" in name:
+            raise BadRequest(f"Connector name {name!r} may not contain ISO control characters "
+                             "or '/'")
+        config = {str(k): "" if v is None else (v if isinstance(v, str) else _text(v))
+                  for k, v in config.items()}
+        if config.get("name", name) != name:
+            raise BadRequest(f"Connector name configuration ({config['name']}) doesn't match "
+                             f"connector name in the URL ({name})")
+        config["name"] = name
+        try:
+            target = TargetState.from_initial(initial_state)
+        except ValueError as exc:
+            raise BadRequest(str(exc)) from None
+        await self.ensure_leader()
+        self._check_valid(config)
+        exists = name in self.configs
+        if exists and not allow_replace:
+            raise Conflict(f"Connector {name} already exists")
+        await self._store_config(name, config, None if exists else target)
+        await self._changed()
+        return not exists, self.connector_info(name)
+
+    async def patch_connector_config(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
+        current = dict(self._require(name))
+        for key, value in patch.items():
+            if value is None:
+                current.pop(key, None)
+            else:
+                current[key] = value if isinstance(value, str) else _text(value)
+        if current.get("name", name) != name:
+            raise BadRequest(f"Connector name configuration ({current['name']}) doesn't match "
+                             f"connector name in the URL ({name})")
+        _created, info = await self.put_connector_config(name, current)
+        return info
+
+    async def delete_connector(self, name: str) -> None:
+        self._require(name)
+        await self.ensure_leader()
+        await self._store_config(name, None)
+        await self._changed()
+
+    async def pause(self, name: str) -> None:
+        self._require(name)
+        await self.ensure_leader()
+        await self._store_target(name, TargetState.PAUSED)
+        await self._changed()
+
+    async def resume(self, name: str) -> None:
+        self._require(name)
+        await self.ensure_leader()
+        await self._store_target(name, TargetState.STARTED)
+        await self._changed()
+
+    async def stop_connector(self, name: str) -> None:
+        self._require(name)
+        await self.ensure_leader()
+        await self._store_target(name, TargetState.STOPPED)
+        await self._changed()
+
+    # -- restarts ------------------------------------------------------------------------------
+    def _restart_plan(self, name: str, include_tasks: bool, only_failed: bool
+                      ) -> tuple[bool, list[TaskId]]:
+        status = self.statuses.connector(name)
+        connector = not only_failed or (status is not None and status.state is State.FAILED)
+        tasks = []
+        if include_tasks:
+            for i in range(len(self.task_configs.get(name, []))):
+                tid = TaskId(name, i)
+                task_status = self.statuses.task(tid)
+                if not only_failed or (task_status is not None
+                                       and task_status.state is State.FAILED):
+                    tasks.append(tid)
+        return connector, tasks
+
+    async def restart_connector(self, name: str, include_tasks: bool = False,
+                                only_failed: bool = False) -> dict[str, Any] | None:
+        """Restart; None for the plain form (204), else the status with RESTARTING (202)."""
+        self._require(name)
+        await self.ensure_leader()
+        connector, tasks = self._restart_plan(name, include_tasks, only_failed)
+        if not include_tasks and not only_failed:
+            await self._restart_local(name, True, [])
+            return None
+        status = self.connector_status(name)
+        if connector:
+            status["connector"]["state"] = State.RESTARTING.value
+        restarting = {t.task for t in tasks}
+        for entry in status["tasks"]:
+            if entry["id"] in restarting:
+                entry["state"] = State.RESTARTING.value
+        if connector:
+            self.statuses.put_connector(name, Status(State.RESTARTING, self.worker_id))
+        for tid in tasks:
+            self.statuses.put_task(tid, Status(State.RESTARTING, self.worker_id))
+        await self._request_restart(name, connector, tasks)
+        return status
+
+    async def _request_restart(self, name: str, connector: bool, tasks: list[TaskId]) -> None:
+        self._spawn(self._restart_local(name, connector, tasks))
+
+    async def _restart_local(self, name: str, connector: bool, tasks: list[TaskId]) -> None:
+        """Restart what of this connector runs on this worker."""
+        async with self._lock:
+            if connector and name in self.worker.connectors:
+                await self.worker.stop_connector(name)
+                self.statuses.put_connector(name, Status(State.RESTARTING, self.worker_id))
+            local = [t for t in tasks if t in self.worker.tasks]
+            for tid in local:
+                self.statuses.put_task(tid, Status(State.RESTARTING, self.worker_id))
+            await self.worker.stop_tasks(local)
+            await self._reconcile()
+
+    async def restart_task(self, name: str, task: int) -> None:
+        self._require(name)
+        if task < 0 or task >= len(self.task_configs.get(name, [])):
+            raise NotFound(f"Task {name}-{task} not found")
+        await self.ensure_leader()
+        await self._restart_task(TaskId(name, task))
+
+    async def _restart_task(self, tid: TaskId) -> None:
+        await self._restart_local(tid.connector, False, [tid])
+
+    # -- offsets (KIP-875) ---------------------------------------------------------------------
+    def _connector_cls(self, name: str) -> type:
+        return plugins.connector_class(self._require(name).get("connector.class", ""))
+
+    async def get_offsets(self, name: str) -> dict[str, Any]:
+        cls = self._connector_cls(name)
+        if issubclass(cls, SinkConnector):
+            offsets = await sink_offsets.read(self.config.bootstrap_servers, name)
+            items = [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
+                      "offset": {"kafka_offset": off}} for tp, off in sorted(offsets.items())]
+        else:
+            items = [{"partition": p, "offset": o} for p, o in self.offsets.all_for(name)]
+        return {"offsets": items}
+
+    def _require_stopped(self, name: str) -> None:
+        self._require(name)
+        if self.targets.get(name) is not TargetState.STOPPED:
+            raise BadRequest(
+                "Connectors must be in the STOPPED state before their offsets can be modified. "
+                "This can be done for the specified connector by issuing a 'PUT' request to the "
+                f"'/connectors/{name}/stop' endpoint")
+
+    async def alter_offsets(self, name: str, body: Any) -> dict[str, str]:
+        self._require_stopped(name)
+        if not isinstance(body, dict) or not isinstance(body.get("offsets"), list) \
+                or not body["offsets"]:
+            raise BadRequest("The offsets to be altered may not be null or empty")
+        cls = self._connector_cls(name)
+        config = dict(self.configs[name])
+        pairs = []
+        for entry in body["offsets"]:
+            if not isinstance(entry, dict) or not isinstance(entry.get("partition"), dict):
+                raise BadRequest("Each offset entry needs a 'partition' object")
+            offset = entry.get("offset")
+            if offset is not None and not isinstance(offset, dict):
+                raise BadRequest("An offset must be an object or null")
+            pairs.append((entry["partition"], offset))
+        if issubclass(cls, SinkConnector):
+            changes = {_sink_partition(p): _sink_offset(o) for p, o in pairs}
+            managed = await self._call_alter(cls, config, changes)
+            await sink_offsets.alter(self.config.bootstrap_servers, name, changes)
+        else:
+            managed = await self._call_alter(cls, config, pairs)
+            await self._write_source_offsets(name, pairs)
+        return {"message": _altered_message(managed, "altered")}
+
+    async def reset_offsets(self, name: str) -> dict[str, str]:
+        self._require_stopped(name)
+        cls = self._connector_cls(name)
+        config = dict(self.configs[name])
+        if issubclass(cls, SinkConnector):
+            current = await sink_offsets.read(self.config.bootstrap_servers, name)
+            managed = await self._call_alter(cls, config, dict.fromkeys(current))
+            await sink_offsets.reset(self.config.bootstrap_servers, name)
+        else:
+            pairs = [(p, None) for p, _ in self.offsets.all_for(name)]
+            managed = await self._call_alter(cls, config, pairs)
+            await self._write_source_offsets(name, pairs)
+        return {"message": _altered_message(managed, "reset")}
+
+    async def _write_source_offsets(self, name: str, pairs: list) -> None:
+        await self.offsets.put(name, pairs)
+
+    async def _call_alter(self, cls: type, config: dict[str, str], offsets: Any) -> bool:
+        connector = cls()
+        try:
+            if isinstance(connector, SourceConnector | SinkConnector):
+                return bool(await call(connector.alter_offsets, config, offsets))
+        except BadRequest:
+            raise
+        except Exception as exc:
+            raise BadRequest(f"Failed to alter offsets for connector: {exc}") from None
+        return False
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _sink_partition(partition: dict[str, Any]) -> TopicPartition:
+    topic, part = partition.get("kafka_topic"), partition.get("kafka_partition")
+    if not isinstance(topic, str) or not isinstance(part, int) or isinstance(part, bool):
+        raise BadRequest("Sink connector partitions need 'kafka_topic' (string) and "
+                         "'kafka_partition' (integer)")
+    return TopicPartition(topic, part)
+
+
+def _sink_offset(offset: dict[str, Any] | None) -> int | None:
+    if offset is None:
+        return None
+    value = offset.get("kafka_offset")
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise BadRequest("Sink connector offsets need a non-negative integer 'kafka_offset'")
+    return value
+
+
+def _altered_message(managed: bool, verb: str) -> str:
+    if managed:
+        return f"The offsets for this connector have been {verb} successfully"
+    return (f"The Connect framework-managed offsets for this connector have been {verb} "
+            "successfully. However, if this connector manages offsets externally, they will "
+            f"need to be manually {verb} in the system that the connector uses.")

@@ -1,0 +1,157 @@
+"""A compacted topic read from the beginning into memory, plus a producer to append to it.
+
+The distributed worker keeps connector configs, source offsets and statuses this way (Kafka's
+``KafkaBasedLog``): every worker reads every record, so every worker has the same view, and a
+writer can wait until its own write has been read back (read-your-writes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.structs import TopicPartition
+
+from connect.runtime.offsets import OffsetStore, offset_key, parse_key
+
+log = logging.getLogger("connect.kafkalog")
+
+
+class KafkaLog:
+    def __init__(self, bootstrap: str, topic: str,
+                 on_records: Callable[[list[Any]], Any]) -> None:
+        self.bootstrap = bootstrap
+        self.topic = topic
+        self.on_records = on_records
+        self.positions: dict[TopicPartition, int] = {}
+        self._advanced = asyncio.Condition()
+        self._task: asyncio.Task | None = None
+        self.consumer: AIOKafkaConsumer | None = None
+        self.producer: AIOKafkaProducer | None = None
+        self.failed: BaseException | None = None
+
+    async def start(self) -> None:
+        self.producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
+                                         enable_idempotence=False)
+        await self.producer.start()
+        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
+                                         enable_auto_commit=False, auto_offset_reset="earliest")
+        await self.consumer.start()
+        partitions = self.consumer.partitions_for_topic(self.topic)
+        if not partitions:
+            await self.consumer._client.force_metadata_update()
+            partitions = self.consumer.partitions_for_topic(self.topic) or {0}
+        tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
+        self.consumer.assign(tps)
+        await self.consumer.seek_to_beginning(*tps)
+        self.positions = dict.fromkeys(tps, 0)
+        self._task = asyncio.get_running_loop().create_task(self._loop())
+        await self.read_to_end()
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+        if self.consumer is not None:
+            await self.consumer.stop()
+        if self.producer is not None:
+            await self.producer.stop()
+
+    async def _loop(self) -> None:
+        assert self.consumer is not None
+        while True:
+            try:
+                batch = await self.consumer.getmany(timeout_ms=200)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # keep reading; a transient broker error must not kill us
+                log.warning("reading %s failed, retrying: %s", self.topic, exc)
+                await asyncio.sleep(0.5)
+                continue
+            for tp, records in batch.items():
+                if records:
+                    try:
+                        result = self.on_records(records)
+                        if inspect.isawaitable(result):
+                            await result
+                    except Exception:
+                        log.exception("applying records of %s failed", self.topic)
+                    self.positions[tp] = records[-1].offset + 1
+            if batch:
+                async with self._advanced:
+                    self._advanced.notify_all()
+
+    async def wait_for(self, tp: TopicPartition, offset: int, timeout: float = 30) -> None:
+        """Until every record before ``offset`` of ``tp`` has been applied."""
+        async def reached() -> None:
+            async with self._advanced:
+                await self._advanced.wait_for(lambda: self.positions.get(tp, 0) >= offset)
+
+        await asyncio.wait_for(reached(), timeout)
+
+    async def read_to_end(self, timeout: float = 60) -> None:
+        assert self.consumer is not None
+        ends = await self.consumer.end_offsets(list(self.positions))
+        for tp, end in ends.items():
+            await self.wait_for(tp, end, timeout)
+
+    async def send(self, key: str, value: Any, wait: bool = True) -> None:
+        """Append ``key -> value`` (JSON; None = tombstone); with ``wait`` block until read back."""
+        assert self.producer is not None
+        payload = None if value is None else json.dumps(value, sort_keys=True).encode()
+        meta = await self.producer.send_and_wait(self.topic, key=key.encode(), value=payload)
+        if wait:
+            await self.wait_for(TopicPartition(meta.topic, meta.partition), meta.offset + 1)
+
+
+class KafkaOffsetStore(OffsetStore):
+    """Source offsets in ``offset.storage.topic``: key ``["<connector>", {partition}]``."""
+
+    def __init__(self, bootstrap: str, topic: str) -> None:
+        super().__init__()
+        self.log = KafkaLog(bootstrap, topic, self._apply_records)
+
+    def _apply_records(self, records: list[Any]) -> None:
+        with self._lock:
+            for record in records:
+                if record.key is None or parse_key(record.key) is None:
+                    continue
+                key = offset_key(*parse_key(record.key))  # type: ignore[misc]
+                if record.value is None:
+                    self._data.pop(key, None)
+                else:
+                    try:
+                        value = json.loads(record.value)
+                    except ValueError:
+                        continue
+                    if isinstance(value, dict):
+                        self._data[key] = value
+
+    async def start(self) -> None:
+        await self.log.start()
+
+    async def stop(self) -> None:
+        await self.log.stop()
+
+    async def sync(self) -> None:
+        await self.log.read_to_end()
+
+    async def put(self, connector: str,
+                  offsets: Iterable[tuple[Mapping[str, Any], Mapping[str, Any] | None]]) -> None:
+        items = list(offsets)
+        self._apply(connector, items)
+        assert self.log.producer is not None
+        futures = []
+        for partition, offset in items:
+            key = offset_key(connector, partition).encode()
+            value = None if offset is None else json.dumps(dict(offset), sort_keys=True).encode()
+            futures.append(await self.log.producer.send(self.log.topic, key=key, value=value))
+        if futures:
+            await asyncio.gather(*futures)

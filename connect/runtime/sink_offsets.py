@@ -1,0 +1,65 @@
+"""Sink connector offsets are the committed offsets of its consumer group ``connect-<name>``."""
+
+from __future__ import annotations
+
+from aiokafka.protocol.admin import DeleteGroupsRequest
+from aiokafka.structs import TopicPartition
+
+from connect.runtime import clients
+
+
+def group_id(connector: str) -> str:
+    return f"connect-{connector}"
+
+
+async def read(bootstrap: str, connector: str) -> dict[TopicPartition, int]:
+    admin = clients.admin(bootstrap)
+    await admin.start()
+    try:
+        offsets = await admin.list_consumer_group_offsets(group_id(connector))
+    finally:
+        await admin.close()
+    return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
+
+
+async def _delete_group(bootstrap: str, connector: str) -> None:
+    admin = clients.admin(bootstrap)
+    await admin.start()
+    try:
+        node = await admin.find_coordinator(group_id(connector))
+        response = await admin._send_request_to_node(node, DeleteGroupsRequest([group_id(connector)]))
+        for _name, code in response.results:
+            if code not in (0, 69):  # 69: GROUP_ID_NOT_FOUND (nothing committed yet)
+                raise RuntimeError(f"could not delete consumer group {group_id(connector)}: "
+                                   f"error {code}")
+    finally:
+        await admin.close()
+
+
+async def _commit(bootstrap: str, connector: str, offsets: dict[TopicPartition, int]) -> None:
+    if not offsets:
+        return
+    consumer = clients.consumer(bootstrap, None, group_id=group_id(connector))
+    await consumer.start()
+    try:
+        consumer.assign(list(offsets))
+        await consumer.commit(dict(offsets))
+    finally:
+        await consumer.stop()
+
+
+async def alter(bootstrap: str, connector: str,
+                changes: dict[TopicPartition, int | None]) -> None:
+    """Set (int) or reset (None) partitions. The group has no members: the connector is STOPPED."""
+    if any(v is None for v in changes.values()):
+        current = await read(bootstrap, connector)
+        keep = {tp: o for tp, o in current.items() if tp not in changes}
+        keep.update({tp: o for tp, o in changes.items() if o is not None})
+        await _delete_group(bootstrap, connector)
+        await _commit(bootstrap, connector, keep)
+    else:
+        await _commit(bootstrap, connector, {tp: int(o) for tp, o in changes.items()})
+
+
+async def reset(bootstrap: str, connector: str) -> None:
+    await _delete_group(bootstrap, connector)

@@ -1,0 +1,208 @@
+"""Runs a SourceTask: poll -> transforms -> converters -> producer; offsets after acks.
+
+Source offsets are committed only for a prefix of records that Kafka has acknowledged, in the
+order the task returned them, so after a crash the task resumes at or before the first record
+that might not have been written: records are never lost (they may repeat after a crash; a clean
+stop flushes first, so a clean restart repeats nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from typing import Any
+
+from connect.api import OffsetStorageReader, SourceTask, SourceTaskContext
+from connect.config_def import ConfigException
+from connect.runtime import clients
+from connect.runtime.config import connector_config_def
+from connect.runtime.errors import ErrorConfig, ErrorHandler, Stage
+from connect.runtime.offsets import offset_key
+from connect.runtime.task_runner import TaskRunner
+from connect.runtime.task_support import build_converters, call
+
+log = logging.getLogger("connect.source")
+
+
+def _parse_connector_config(config: dict[str, str], kind: str) -> dict[str, Any]:
+    definition = connector_config_def(kind)
+    return definition.parse({k: v for k, v in config.items() if k in definition.names()})
+
+
+def _client_overrides(runner: TaskRunner, client: str) -> dict[str, str]:
+    merged = runner.env.worker.prefixed(f"{client}.")
+    prefix = f"{client}.override."
+    merged.update({k[len(prefix):]: v for k, v in runner.connector_config.items()
+                   if k.startswith(prefix)})
+    return merged
+
+
+class WorkerSourceTask(TaskRunner):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.outstanding: deque[tuple[Any, asyncio.Future | None]] = deque()
+        self.acked: dict[str, tuple[dict, dict]] = {}
+        self.producer: Any = None
+        self._errors: ErrorHandler | None = None
+        self._key_cache: dict[int, tuple[dict, dict, str]] = {}
+
+    async def execute(self) -> None:
+        from connect.transforms import TransformationChain
+
+        name = self.id.connector
+        parsed = _parse_connector_config(self.connector_config, "source")
+        converters = build_converters(self.env.worker, self.connector_config)
+        chain = TransformationChain.from_config(self.connector_config)
+        errors = ErrorHandler(ErrorConfig.from_parsed(parsed), name, self.id.task)
+        self._errors = errors
+        self.producer = clients.producer(
+            self.env.worker.bootstrap_servers, _client_overrides(self, "producer"),
+            client_id=f"connector-producer-{self.id}")
+        task: SourceTask = self.task_class()
+        if not isinstance(task, SourceTask):
+            raise ConfigException(f"{self.task_class.__name__} is not a SourceTask")
+        self.task = task
+        await self.producer.start()
+        try:
+            reader = OffsetStorageReader(lambda p: self.env.offsets.get(name, p))
+            task.initialize(SourceTaskContext(dict(self.task_config), reader))
+            await call(task.start, dict(self.task_config))
+            self.running()
+            await self._loop(task, chain, converters, errors)
+        finally:
+            try:
+                await self._final_flush(task)
+            finally:
+                chain.close()
+                await self.producer.stop()
+
+    async def _loop(self, task: SourceTask, chain: Any, converters: Any,
+                    errors: ErrorHandler) -> None:
+        flush_every = self.env.worker.offset_flush_interval_ms / 1000
+        next_flush = time.monotonic() + flush_every
+        wants_commit_record = type(task).commit_record is not SourceTask.commit_record
+        self._commit_record = task.commit_record if wants_commit_record else None
+        while not self.stopping:
+            await self.wait_resumed()
+            if self.stopping:
+                break
+            records = await call(task.poll)
+            if records:
+                for record in records:
+                    await self._send(record, chain, converters, errors)
+            elif not self.stopping:
+                await asyncio.sleep(0.01)  # a poll that returns at once must not spin the loop
+            if time.monotonic() >= next_flush:
+                await self.commit_offsets(task)
+                next_flush = time.monotonic() + flush_every
+
+    async def _send(self, record: Any, chain: Any, converters: Any, errors: ErrorHandler) -> None:
+        # Fast path: no error, no per-stage bookkeeping. Any exception redoes the record stage by
+        # stage below, where retries, tolerance and error reporting apply.
+        try:
+            out = chain.apply(record)
+            if out is not None:
+                topic = out.topic
+                key = converters.key.from_connect_data(topic, out.key_schema, out.key)
+                value = converters.value.from_connect_data(topic, out.value_schema, out.value)
+                headers = [(h.key, converters.header.from_connect_header(topic, h.key, h.schema,
+                                                                         h.value))
+                           for h in out.headers] if len(out.headers) else None
+        except Exception:
+            await self._send_slow(record, chain, converters, errors)
+            return
+        if out is None:
+            self.outstanding.append((record, None))
+            return
+        await self._produce(record, topic, key, value, out, headers)
+
+    async def _produce(self, record: Any, topic: str, key: Any, value: Any, out: Any,
+                       headers: list | None) -> None:
+        future = await self.producer.send(topic, value=value, key=key,
+                                          partition=out.kafka_partition,
+                                          timestamp_ms=out.timestamp, headers=headers)
+        self.env.on_topic(self.id.connector, topic)
+        self.outstanding.append((record, future))
+
+    async def _send_slow(self, record: Any, chain: Any, converters: Any,
+                         errors: ErrorHandler) -> None:
+        ok, out = await errors.run(Stage.TRANSFORMATION, chain, chain.apply, record)
+        if not ok or out is None:
+            self.outstanding.append((record, None))
+            return
+        topic = out.topic
+        ok, key = await errors.run(Stage.KEY_CONVERTER, converters.key,
+                                   converters.key.from_connect_data, topic, out.key_schema, out.key)
+        if not ok:
+            self.outstanding.append((record, None))
+            return
+        ok, value = await errors.run(Stage.VALUE_CONVERTER, converters.value,
+                                     converters.value.from_connect_data, topic, out.value_schema,
+                                     out.value)
+        if not ok:
+            self.outstanding.append((record, None))
+            return
+        headers = []
+        for header in out.headers:
+            ok, raw = await errors.run(Stage.HEADER_CONVERTER, converters.header,
+                                       converters.header.from_connect_header, topic, header.key,
+                                       header.schema, header.value)
+            if not ok:
+                self.outstanding.append((record, None))
+                return
+            headers.append((header.key, raw))
+        await self._produce(record, topic, key, value, out, headers or None)
+
+    def _collect_acked(self) -> None:
+        """Move the acknowledged prefix of outstanding records into the offsets to commit."""
+        while self.outstanding:
+            record, future = self.outstanding[0]
+            metadata = None
+            if future is not None:
+                if not future.done():
+                    break
+                exc = future.exception()
+                if exc is not None:
+                    errors = self._errors
+                    if errors is None or not errors.config.tolerate_all:
+                        raise exc
+                    log.error("task %s: failed to send a record, skipped: %s", self.id, exc)
+                else:
+                    metadata = future.result()
+            self.outstanding.popleft()
+            partition, offset = record.source_partition, record.source_offset
+            if partition is not None and offset is not None:
+                self.acked[self._key_of(partition)] = (partition, offset)
+            if self._commit_record is not None:
+                self._commit_record(record, metadata)
+
+    def _key_of(self, partition: dict) -> str:
+        """The offset key; tasks usually reuse one partition dict, so cache by identity."""
+        cached = self._key_cache.get(id(partition))
+        if cached is not None and cached[0] is partition and cached[1] == partition:
+            return cached[2]
+        if len(self._key_cache) > 10_000:
+            self._key_cache.clear()
+        key = offset_key(self.id.connector, partition)
+        self._key_cache[id(partition)] = (partition, dict(partition), key)
+        return key
+
+    async def commit_offsets(self, task: SourceTask) -> None:
+        self._collect_acked()
+        if self.acked:
+            batch, self.acked = list(self.acked.values()), {}
+            await self.env.offsets.put(self.id.connector, batch)
+        await call(task.commit)
+
+    async def _final_flush(self, task: SourceTask) -> None:
+        if self.producer is None:
+            return
+        try:
+            timeout = max(self.env.worker.offset_flush_timeout_ms / 1000, 1.0)
+            await asyncio.wait_for(self.producer.flush(), timeout)
+        except Exception as exc:
+            log.error("task %s: producer flush failed at stop: %s", self.id, exc)
+        self._commit_record = getattr(self, "_commit_record", None)
+        await self.commit_offsets(task)
