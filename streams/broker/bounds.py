@@ -69,7 +69,8 @@ def check(entity_type: type, buf: bytes | memoryview, pos: int) -> int:
     return _entity(entity_type, buf, pos, len(buf))
 
 
-def _uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+def read_uvarint(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    """An unsigned varint (flexible-version lengths and tags) that must end before ``end``."""
     result = shift = 0
     while True:
         if pos >= end:
@@ -88,7 +89,7 @@ def _length(buf: bytes | memoryview, pos: int, end: int, flexible: bool, wide: b
             ) -> tuple[int, int]:
     """A string/bytes/array length (-1 for null) in the compact or legacy encoding."""
     if flexible:
-        n, pos = _uvarint(buf, pos, end)
+        n, pos = read_uvarint(buf, pos, end)
         length = n - 1
     else:
         size = 4 if wide else 2
@@ -122,12 +123,12 @@ def _entity(entity_type: type, buf: bytes | memoryview, pos: int, end: int) -> i
             else:
                 pos = _primitive(kafka_type, buf, pos, end, flexible)
     if flexible:
-        tags, pos = _uvarint(buf, pos, end)
+        tags, pos = read_uvarint(buf, pos, end)
         if tags > end - pos:
             raise BoundsError(f"{tags} tagged fields in {end - pos} bytes")
         for _ in range(tags):
-            _tag, pos = _uvarint(buf, pos, end)
-            size, pos = _uvarint(buf, pos, end)
+            _tag, pos = read_uvarint(buf, pos, end)
+            size, pos = read_uvarint(buf, pos, end)
             if size > end - pos:
                 raise BoundsError("truncated tagged field")
             pos += size

@@ -73,19 +73,10 @@ def parse_header(frame: bytes | memoryview) -> tuple[RequestContext, int]:
 
 
 def _read_uvarint(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    while True:
-        if pos >= len(buf):
-            raise ProtocolError("truncated varint")
-        b = buf[pos]
-        pos += 1
-        result |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 35:
-            raise ProtocolError("varint too long")
+    try:
+        return bounds.read_uvarint(buf, pos, len(buf))
+    except bounds.BoundsError as exc:
+        raise ProtocolError(str(exc)) from None
 
 
 def _skip_tagged_fields(buf: bytes | memoryview, pos: int) -> int:
