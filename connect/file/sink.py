@@ -36,6 +36,10 @@ class FileStreamSinkConnector(SinkConnector):
         return True  # offsets live only in Kafka: nothing of ours to change
 
 
+# One encoder for all lines: json.dumps with options builds a new JSONEncoder per call.
+_ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
+
+
 def render(value: Any) -> str:
     """The line written for a value (Java's ``println(value)`` for the common types)."""
     if value is None:
@@ -48,7 +52,7 @@ def render(value: Any) -> str:
         return value.decode("utf-8", errors="replace")
     if isinstance(value, dict | list):
         try:
-            return json.dumps(value, separators=(",", ":"), default=str)
+            return _ENCODE(value)
         except (TypeError, ValueError):
             return str(value)
     return str(value)
@@ -61,7 +65,8 @@ class FileStreamSinkTask(SinkTask):
             else sys.stdout  # noqa: SIM115 - open for the task's lifetime
 
     def put(self, records: list) -> None:
-        self.out.write("".join(render(r.value) + "\n" for r in records))
+        if records:
+            self.out.write("\n".join([render(r.value) for r in records]) + "\n")
 
     def flush(self, current_offsets: dict) -> None:
         self.out.flush()

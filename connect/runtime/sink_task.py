@@ -37,6 +37,10 @@ from connect.runtime.task_support import build_converters, call
 
 log = logging.getLogger("connect.sink")
 
+class _SlowPath(Exception):
+    """Raised inside the fast path to take the per-stage path (e.g. records with headers)."""
+
+
 _TS_TYPES = {0: TimestampType.CREATE_TIME, 1: TimestampType.LOG_APPEND_TIME}
 
 
@@ -164,16 +168,36 @@ class WorkerSinkTask(TaskRunner):
 
     async def _deliver_batch(self, batch: dict[TopicPartition, list[Any]]) -> None:
         records: list[SinkRecord] = []
-        self.raw_batch = {}
+        raw_batch: dict[tuple[str, int, int], Any] = {}
+        self.raw_batch = raw_batch
         next_offsets: dict[TopicPartition, int] = {}
+        conv, chain = self.converters, self.chain
+        key_conv, value_conv = conv.key.to_connect_data, conv.value.to_connect_data
+        apply = chain.apply
+        append = records.append
         for tp, messages in batch.items():
+            if not messages:
+                continue
+            self.env.on_topic(self.id.connector, tp.topic)
             for msg in messages:
-                self.env.on_topic(self.id.connector, msg.topic)
-                self.raw_batch[(msg.topic, msg.partition, msg.offset)] = msg
-                record = await self._convert(msg)
+                raw_batch[(msg.topic, msg.partition, msg.offset)] = msg
+                # Fast path: synchronous, no per-stage bookkeeping. Any exception redoes the
+                # record stage by stage in _convert, where retries, tolerance and the DLQ apply.
+                try:
+                    if msg.headers:
+                        raise _SlowPath
+                    key = key_conv(msg.topic, msg.key)
+                    value = value_conv(msg.topic, msg.value)
+                    record = apply(SinkRecord(
+                        msg.topic, msg.partition, key.schema, key.value, value.schema,
+                        value.value, msg.offset, msg.timestamp,
+                        _TS_TYPES.get(msg.timestamp_type, TimestampType.NO_TIMESTAMP_TYPE),
+                        None))
+                except Exception:
+                    record = await self._convert(msg)
                 if record is not None:
-                    records.append(record)
-                next_offsets[tp] = msg.offset + 1
+                    append(record)
+            next_offsets[tp] = messages[-1].offset + 1
         await self._put(records)
         self.current.update(next_offsets)
 

@@ -14,6 +14,8 @@ import time
 from collections import deque
 from typing import Any
 
+from aiokafka.structs import RecordMetadata
+
 from connect.api import OffsetStorageReader, SourceTask, SourceTaskContext
 from connect.config_def import ConfigException
 from connect.runtime import clients
@@ -22,8 +24,19 @@ from connect.runtime.errors import ErrorConfig, ErrorHandler, Stage
 from connect.runtime.offsets import offset_key
 from connect.runtime.task_runner import TaskRunner
 from connect.runtime.task_support import build_converters, call
+from streams.kafka_batching import RecordCollector
 
 log = logging.getLogger("connect.source")
+
+
+def _timestamp(ts: int | None) -> int:
+    """A record without a timestamp gets the send time, as the producer would give it."""
+    return int(time.time() * 1000) if ts is None else ts
+
+
+def _record_metadata(base: RecordMetadata, index: int) -> RecordMetadata:
+    """The metadata of the ``index``-th record of a batch whose base metadata is ``base``."""
+    return base._replace(offset=base.offset + index)
 
 
 def _parse_connector_config(config: dict[str, str], kind: str) -> dict[str, Any]:
@@ -42,7 +55,10 @@ def _client_overrides(runner: TaskRunner, client: str) -> dict[str, str]:
 class WorkerSourceTask(TaskRunner):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.outstanding: deque[tuple[Any, asyncio.Future | None]] = deque()
+        # (record, future of its batch or None when dropped, index of the record in the batch)
+        self.outstanding: deque[tuple[Any, asyncio.Future | None, int]] = deque()
+        self.collector: Any = None
+        self._topics: set[str] = set()
         self.acked: dict[str, tuple[dict, dict]] = {}
         self.producer: Any = None
         self._errors: ErrorHandler | None = None
@@ -65,6 +81,9 @@ class WorkerSourceTask(TaskRunner):
             raise ConfigException(f"{self.task_class.__name__} is not a SourceTask")
         self.task = task
         await self.producer.start()
+        self.collector = RecordCollector(self.producer, {},
+                                         max_request_size=getattr(self.producer, "_max_request_size",
+                                                                  1_048_576))
         try:
             reader = OffsetStorageReader(lambda p: self.env.offsets.get(name, p))
             task.initialize(SourceTaskContext(dict(self.task_config), reader))
@@ -90,75 +109,102 @@ class WorkerSourceTask(TaskRunner):
                 break
             records = await call(task.poll)
             if records:
-                for record in records:
-                    await self._send(record, chain, converters, errors)
+                await self._send_all(records, chain, converters, errors)
             elif not self.stopping:
                 await asyncio.sleep(0.01)  # a poll that returns at once must not spin the loop
             if time.monotonic() >= next_flush:
                 await self.commit_offsets(task)
                 next_flush = time.monotonic() + flush_every
 
-    async def _send(self, record: Any, chain: Any, converters: Any, errors: ErrorHandler) -> None:
-        # Fast path: no error, no per-stage bookkeeping. Any exception redoes the record stage by
-        # stage below, where retries, tolerance and error reporting apply.
-        try:
-            out = chain.apply(record)
-            if out is not None:
-                topic = out.topic
-                key = converters.key.from_connect_data(topic, out.key_schema, out.key)
-                value = converters.value.from_connect_data(topic, out.value_schema, out.value)
-                headers = [(h.key, converters.header.from_connect_header(topic, h.key, h.schema,
-                                                                         h.value))
-                           for h in out.headers] if len(out.headers) else None
-        except Exception:
-            await self._send_slow(record, chain, converters, errors)
-            return
-        if out is None:
-            self.outstanding.append((record, None))
-            return
-        await self._produce(record, topic, key, value, out, headers)
+    async def _send_all(self, records: list, chain: Any, converters: Any,
+                        errors: ErrorHandler) -> None:
+        """Convert a poll's records into per-partition batches, hand them to the producer, and
+        queue each record with the future of the batch it went into (acks are checked later)."""
+        placed: list[tuple[Any, tuple[str, int] | None]] = []
+        for record in records:
+            # Fast path: synchronous, no per-stage bookkeeping. Any exception redoes the record
+            # stage by stage in _convert_slow, where retries, tolerance and error reporting apply.
+            try:
+                converted = self._convert(record, chain, converters)
+            except Exception:
+                converted = await self._convert_slow(record, chain, converters, errors)
+            if converted is None:
+                placed.append((record, None))
+                continue
+            topic, key, value, partition, timestamp, headers = converted
+            if topic not in self._topics:
+                await self._learn_topic(topic)
+            placed.append((record, self.collector.send(topic, key, value, timestamp, headers,
+                                                       partition)))
+        await self.collector.flush()
+        batches: dict[tuple[str, int], deque[tuple[asyncio.Future, int]]] = {}
+        for tp, future, count in self.collector.take_in_flight():
+            batches.setdefault(tp, deque()).append((future, count))
+        used: dict[tuple[str, int], int] = {}
+        outstanding = self.outstanding
+        for record, tp in placed:
+            if tp is None:
+                outstanding.append((record, None, 0))
+                continue
+            index = used.get(tp, 0)
+            queue = batches[tp]
+            future, count = queue[0]
+            if index == count - 1:  # the batch's last record: the next one opens the next batch
+                queue.popleft()
+                used[tp] = 0
+            else:
+                used[tp] = index + 1
+            outstanding.append((record, future, index))
 
-    async def _produce(self, record: Any, topic: str, key: Any, value: Any, out: Any,
-                       headers: list | None) -> None:
-        future = await self.producer.send(topic, value=value, key=key,
-                                          partition=out.kafka_partition,
-                                          timestamp_ms=out.timestamp, headers=headers)
+    async def _learn_topic(self, topic: str) -> None:
+        """Fetch the topic's partition count once, so ``send`` partitions without waiting."""
+        self.collector.counts[topic] = len(await self.producer.partitions_for(topic))
+        self._topics.add(topic)
         self.env.on_topic(self.id.connector, topic)
-        self.outstanding.append((record, future))
 
-    async def _send_slow(self, record: Any, chain: Any, converters: Any,
-                         errors: ErrorHandler) -> None:
+    @staticmethod
+    def _convert(record: Any, chain: Any, converters: Any) -> tuple | None:
+        out = chain.apply(record)
+        if out is None:
+            return None
+        topic = out.topic
+        key = converters.key.from_connect_data(topic, out.key_schema, out.key)
+        value = converters.value.from_connect_data(topic, out.value_schema, out.value)
+        headers = [(h.key, converters.header.from_connect_header(topic, h.key, h.schema,
+                                                                 h.value))
+                   for h in out.headers] if len(out.headers) else None
+        return topic, key, value, out.kafka_partition, _timestamp(out.timestamp), headers
+
+    async def _convert_slow(self, record: Any, chain: Any, converters: Any,
+                            errors: ErrorHandler) -> tuple | None:
         ok, out = await errors.run(Stage.TRANSFORMATION, chain, chain.apply, record)
         if not ok or out is None:
-            self.outstanding.append((record, None))
-            return
+            return None
         topic = out.topic
         ok, key = await errors.run(Stage.KEY_CONVERTER, converters.key,
                                    converters.key.from_connect_data, topic, out.key_schema, out.key)
         if not ok:
-            self.outstanding.append((record, None))
-            return
+            return None
         ok, value = await errors.run(Stage.VALUE_CONVERTER, converters.value,
                                      converters.value.from_connect_data, topic, out.value_schema,
                                      out.value)
         if not ok:
-            self.outstanding.append((record, None))
-            return
+            return None
         headers = []
         for header in out.headers:
             ok, raw = await errors.run(Stage.HEADER_CONVERTER, converters.header,
                                        converters.header.from_connect_header, topic, header.key,
                                        header.schema, header.value)
             if not ok:
-                self.outstanding.append((record, None))
-                return
+                return None
             headers.append((header.key, raw))
-        await self._produce(record, topic, key, value, out, headers or None)
+        return (topic, key, value, out.kafka_partition, _timestamp(out.timestamp),
+                headers or None)
 
     def _collect_acked(self) -> None:
         """Move the acknowledged prefix of outstanding records into the offsets to commit."""
         while self.outstanding:
-            record, future = self.outstanding[0]
+            record, future, index = self.outstanding[0]
             metadata = None
             if future is not None:
                 if not future.done():
@@ -169,8 +215,8 @@ class WorkerSourceTask(TaskRunner):
                     if errors is None or not errors.config.tolerate_all:
                         raise exc
                     log.error("task %s: failed to send a record, skipped: %s", self.id, exc)
-                else:
-                    metadata = future.result()
+                elif self._commit_record is not None:
+                    metadata = _record_metadata(future.result(), index)
             self.outstanding.popleft()
             partition, offset = record.source_partition, record.source_offset
             if partition is not None and offset is not None:

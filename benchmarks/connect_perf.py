@@ -1,0 +1,528 @@
+"""Connect throughput: a standalone worker against plain aiokafka clients moving the same records.
+
+Run::
+
+    python benchmarks/connect_perf.py                  # full run (200k records, 3 rounds)
+    python benchmarks/connect_perf.py --quick          # 30k records, 1 round, well under a minute
+    python benchmarks/connect_perf.py --json out.json  # also write a JSON summary
+    python benchmarks/connect_perf.py --help           # counts, rounds, profiling
+
+One run starts the bundled broker (``python -m streams.cli.main broker start``, fresh data dir,
+``group.initial.rebalance.delay.ms=0`` so group joins cost the same for both sides) and a
+standalone Connect worker (``python -m streams.cli.main connect standalone``, StringConverter keys,
+JsonConverter values with ``schemas.enable=false``), each in its own process, then measures per
+round (fresh topics each round, median of the rounds reported):
+
+* **source**: a DataGen ``pageviews`` connector (one task, ``iterations`` = N) created over REST,
+  timed from the POST until the topic's end offset is N; next to a plain ``AIOKafkaProducer`` in
+  this process that builds the same N records with DataGen's own generator, JSON-encodes them as the
+  converter does and ``send()``s each (acks=all like the worker), timed until ``flush()`` returns.
+* **sink**: a FileStreamSink connector (one task) over the source topic created over REST, timed
+  from the POST until the file has N lines; next to a plain ``AIOKafkaConsumer`` in a consumer
+  group that JSON-decodes each value (as the worker's JsonConverter does) and writes the same line
+  the sink writes, timed until the file has N lines (flushed and fsynced, as the sink's flush does).
+
+It prints a table (records/s of each, worker/plain ratio, CPU of the worker process) and checks the
+target: worker >= 0.8x plain for both paths (``pass``/``short``). ``--profile PREFIX`` attaches
+``py-spy record --format raw`` to the worker during each path (``pip install py-spy``).
+
+Every process started (broker, worker, py-spy) is stopped on exit, including on Ctrl-C, SIGTERM and
+errors. Exit status: 0 when every path ran (a missed target is reported, not failed), 1 when a path
+failed (records missing, a process died), 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
+
+from connect.datagen import QUICKSTARTS  # noqa: E402
+from connect.file.sink import render  # noqa: E402
+
+TARGET = 0.8
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+# ------------------------------------------------------------------------------------------------
+# results
+
+
+@dataclass
+class Figure:
+    records: int
+    seconds: float
+    cpu_s: float = 0.0  # CPU of the process doing the work (worker, or this one for plain)
+    error: str | None = None
+
+    @property
+    def records_per_s(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["records_per_s"] = round(self.records_per_s, 1)
+        return d
+
+
+@dataclass
+class PathResult:
+    name: str
+    worker: list[Figure] = field(default_factory=list)
+    plain: list[Figure] = field(default_factory=list)
+
+
+def median(figs: list[Figure]) -> Figure:
+    failed = [f for f in figs if f.error]
+    if failed:
+        return failed[0]
+    ranked = sorted(figs, key=lambda f: f.records_per_s)
+    return ranked[(len(ranked) - 1) // 2]
+
+
+def process_cpu_seconds(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+# ------------------------------------------------------------------------------------------------
+# process bookkeeping: everything started is stopped
+
+
+class Processes:
+    """Tracks child processes and stops all of them (TERM, then KILL) on close."""
+
+    def __init__(self) -> None:
+        self._procs: list[subprocess.Popen[bytes]] = []
+        self._signals: dict[int, int] = {}
+
+    def start(self, argv: list[str], log_path: Path, stop_signal: int = signal.SIGTERM,
+              **kwargs: Any) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+        with open(log_path, "wb") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                    cwd=str(REPO_ROOT), start_new_session=True, **kwargs)
+        self._procs.append(proc)
+        self._signals[proc.pid] = stop_signal
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
+        if proc in self._procs:
+            self._procs.remove(proc)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(self._signals.get(proc.pid, signal.SIGTERM))
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.wait(5)
+        return proc.returncode
+
+    def close(self) -> None:
+        while self._procs:
+            self.stop(self._procs[-1])
+
+
+def _raise_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _check_alive(proc: subprocess.Popen[bytes], name: str, log_path: Path) -> None:
+    if proc.poll() is not None:
+        raise RuntimeError(f"{name} exited with {proc.returncode}; log {log_path}:\n"
+                           + log_path.read_text(errors="replace")[-2000:])
+
+
+async def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    port = free_port()
+    props = work / "broker.properties"
+    props.write_text("group.initial.rebalance.delay.ms=0\n")
+    log_path = work / "broker.log"
+    proc = procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start",
+                        "--data-dir", str(work / "broker-data"), "--port", str(port),
+                        "--config", str(props)], log_path)
+    bootstrap = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        _check_alive(proc, "broker", log_path)
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
+        try:
+            await admin.start()
+            await admin.list_topics()
+            return bootstrap, proc
+        except Exception:
+            if time.monotonic() > deadline:
+                raise RuntimeError("broker not ready after 30s") from None
+            await asyncio.sleep(0.2)
+        finally:
+            with contextlib.suppress(Exception):
+                await admin.close()
+
+
+def rest(url: str, method: str = "GET", body: Any = None) -> Any:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url, data=data, method=method,
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        raw = resp.read()
+    return json.loads(raw) if raw else None
+
+
+async def start_worker(procs: Processes, work: Path, bootstrap: str
+                       ) -> tuple[str, subprocess.Popen[bytes]]:
+    port = free_port()
+    props = work / "worker.properties"
+    props.write_text("\n".join([
+        f"bootstrap.servers={bootstrap}",
+        f"listeners=http://127.0.0.1:{port}",
+        f"offset.storage.file.filename={work / 'offsets.json'}",
+        "key.converter=org.apache.kafka.connect.storage.StringConverter",
+        "value.converter=org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable=false",
+        "offset.flush.interval.ms=10000",
+    ]) + "\n")
+    log_path = work / "worker.log"
+    proc = procs.start([sys.executable, "-m", "streams.cli.main", "connect", "standalone",
+                        str(props)], log_path)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        _check_alive(proc, "worker", log_path)
+        try:
+            rest(url + "/")
+            return url, proc
+        except (OSError, urllib.error.URLError):
+            if time.monotonic() > deadline:
+                raise RuntimeError("worker REST not ready after 30s") from None
+            await asyncio.sleep(0.2)
+
+
+async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(topic, partitions, 1)])
+    finally:
+        await admin.close()
+
+
+async def end_offset_total(consumer: AIOKafkaConsumer, tps: list[TopicPartition]) -> int:
+    ends = await consumer.end_offsets(tps)
+    return sum(ends.values())
+
+
+def count_lines(path: Path) -> int:
+    try:
+        with open(path, "rb") as f:
+            return sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+    except FileNotFoundError:
+        return 0
+
+
+# ------------------------------------------------------------------------------------------------
+# the loads
+
+
+def _encode_value(value: Any) -> bytes:
+    """What JsonConverter (schemas.enable=false) writes for a DataGen value."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+async def plain_produce(bootstrap: str, topic: str, n: int) -> Figure:
+    import random
+
+    generate = QUICKSTARTS["pageviews"]
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+    await producer.start()
+    try:
+        await producer.partitions_for(topic)  # metadata outside the clock, as a warm worker has
+        rng = random.Random(1)
+        c0, t0 = time.process_time(), time.perf_counter()
+        now = int(time.time() * 1000)
+        send = producer.send
+        for i in range(n):
+            key, value = generate(rng, i, now)
+            await send(topic, key=key.encode(), value=_encode_value(value), timestamp_ms=now)
+        await producer.flush()
+        return Figure(n, time.perf_counter() - t0, time.process_time() - c0)
+    finally:
+        await producer.stop()
+
+
+async def worker_source(url: str, bootstrap: str, topic: str, n: int, pid: int, name: str,
+                        partitions: int, timeout: float) -> Figure:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+    await consumer.start()
+    try:
+        tps = [TopicPartition(topic, p) for p in range(partitions)]
+        config = {"connector.class": "DataGen", "quickstart": "pageviews", "kafka.topic": topic,
+                  "iterations": str(n), "tasks.max": "1", "random.seed": "1"}
+        c0, t0 = process_cpu_seconds(pid), time.perf_counter()
+        rest(url + "/connectors", "POST", {"name": name, "config": config})
+        got = 0
+        while got < n:
+            if time.perf_counter() - t0 > timeout:
+                return Figure(got, time.perf_counter() - t0, error=f"only {got} of {n} records")
+            await asyncio.sleep(0.01)
+            got = await end_offset_total(consumer, tps)
+        fig = Figure(n, time.perf_counter() - t0, process_cpu_seconds(pid) - c0)
+        if got != n:
+            fig.error = f"{got} records in the topic, expected {n}"
+        return fig
+    finally:
+        await consumer.stop()
+        with contextlib.suppress(Exception):
+            rest(f"{url}/connectors/{name}", "DELETE")
+
+
+async def plain_consume(bootstrap: str, topic: str, n: int, path: Path, group: str,
+                        timeout: float) -> Figure:
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False, auto_offset_reset="earliest")
+    c0, t0 = time.process_time(), time.perf_counter()
+    await consumer.start()
+    got = 0
+    try:
+        with open(path, "a", encoding="utf-8") as out:
+            while got < n:
+                if time.perf_counter() - t0 > timeout:
+                    return Figure(got, time.perf_counter() - t0, error=f"only {got} of {n} lines")
+                batch = await consumer.getmany(timeout_ms=200)
+                for messages in batch.values():
+                    out.write("".join(render(json.loads(m.value)) + "\n" for m in messages))
+                    got += len(messages)
+            out.flush()
+            os.fsync(out.fileno())
+        await consumer.commit()
+        fig = Figure(got, time.perf_counter() - t0, time.process_time() - c0)
+    finally:
+        await consumer.stop()
+    lines = count_lines(path)
+    if lines != n:
+        fig.error = f"{lines} lines in the file, expected {n}"
+    return fig
+
+
+async def worker_sink(url: str, topic: str, n: int, path: Path, pid: int, name: str,
+                      timeout: float) -> Figure:
+    config = {"connector.class": "FileStreamSink", "topics": topic, "file": str(path),
+              "tasks.max": "1"}
+    c0, t0 = process_cpu_seconds(pid), time.perf_counter()
+    rest(url + "/connectors", "POST", {"name": name, "config": config})
+    try:
+        got = 0
+        while got < n:
+            if time.perf_counter() - t0 > timeout:
+                return Figure(got, time.perf_counter() - t0, error=f"only {got} of {n} lines")
+            await asyncio.sleep(0.01)
+            got = count_lines(path)
+        fig = Figure(n, time.perf_counter() - t0, process_cpu_seconds(pid) - c0)
+    finally:
+        with contextlib.suppress(Exception):
+            rest(f"{url}/connectors/{name}", "DELETE")
+    if count_lines(path) != n:
+        fig.error = f"{count_lines(path)} lines in the file, expected {n}"
+    return fig
+
+
+class Profiler:
+    """``py-spy record`` attached to the worker for one path (--profile PREFIX)."""
+
+    def __init__(self, procs: Processes, prefix: str | None, pid: int, work: Path) -> None:
+        self.procs, self.prefix, self.pid, self.work = procs, prefix, pid, work
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, label: str) -> None:
+        if not self.prefix:
+            return
+        pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        out = f"{self.prefix}-{label}.txt"
+        self.proc = self.procs.start([pyspy, "record", "--format", "raw", "--rate", "250",
+                                      "--pid", str(self.pid), "--output", out],
+                                     self.work / f"py-spy-{label}.log",
+                                     stop_signal=signal.SIGINT)  # py-spy writes on SIGINT
+        time.sleep(0.5)  # let py-spy attach before the clock starts
+        print(f"    profiling the worker into {out}", flush=True)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.procs.stop(self.proc, timeout=20)
+            self.proc = None
+
+
+# ------------------------------------------------------------------------------------------------
+# the run
+
+
+async def run(args: argparse.Namespace, procs: Processes, work: Path) -> dict[str, PathResult]:
+    bootstrap, broker = await start_broker(procs, work)
+    print(f"  broker on {bootstrap} (pid {broker.pid}, data in {work / 'broker-data'})",
+          flush=True)
+    url, worker = await start_worker(procs, work, bootstrap)
+    print(f"  worker on {url} (pid {worker.pid})", flush=True)
+    profiler = Profiler(procs, args.profile, worker.pid, work)
+    results = {"source": PathResult("DataGen -> topic"),
+               "sink": PathResult("topic -> FileStreamSink")}
+    n, timeout = args.records, args.timeout
+    for r in range(args.repeat):
+        if args.repeat > 1:
+            print(f"  -- round {r + 1} of {args.repeat}", flush=True)
+        wtopic, ptopic = f"bench-worker-{r}", f"bench-plain-{r}"
+        await create_topic(bootstrap, wtopic, args.partitions)
+        await create_topic(bootstrap, ptopic, args.partitions)
+
+        profiler.start(f"source-{r}")
+        try:
+            fig = await worker_source(url, bootstrap, wtopic, n, worker.pid, f"src-{r}",
+                                      args.partitions, timeout)
+        finally:
+            profiler.stop()
+        results["source"].worker.append(fig)
+        print(f"    source worker: {fig.records_per_s:>10,.0f} records/s"
+              + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
+        fig = await plain_produce(bootstrap, ptopic, n)
+        results["source"].plain.append(fig)
+        print(f"    source plain:  {fig.records_per_s:>10,.0f} records/s", flush=True)
+
+        # Both sinks read the topic the worker wrote (the same N records).
+        profiler.start(f"sink-{r}")
+        try:
+            fig = await worker_sink(url, wtopic, n, work / f"sink-worker-{r}.txt", worker.pid,
+                                    f"sink-{r}", timeout)
+        finally:
+            profiler.stop()
+        results["sink"].worker.append(fig)
+        print(f"    sink worker:   {fig.records_per_s:>10,.0f} records/s"
+              + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
+        fig = await plain_consume(bootstrap, wtopic, n, work / f"sink-plain-{r}.txt",
+                                  f"plain-{r}", timeout)
+        results["sink"].plain.append(fig)
+        print(f"    sink plain:    {fig.records_per_s:>10,.0f} records/s"
+              + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
+        _check_alive(worker, "worker", work / "worker.log")
+        _check_alive(broker, "broker", work / "broker.log")
+        if r == 0:
+            same = sorted(Path(work / "sink-worker-0.txt").read_text().splitlines()) == sorted(
+                Path(work / "sink-plain-0.txt").read_text().splitlines())
+            if not same:
+                results["sink"].worker[-1].error = "worker and plain files differ"
+    return results
+
+
+def render_table(results: dict[str, PathResult]) -> tuple[str, list[dict[str, Any]]]:
+    lines = [f"{'path':<26}{'worker rec/s':>14}{'plain rec/s':>14}{'ratio':>8}"
+             f"{'worker CPU':>12}{'target':>9}{'':>7}"]
+    checks = []
+    for key, res in results.items():
+        w, p = median(res.worker), median(res.plain)
+        ratio = w.records_per_s / p.records_per_s if p.records_per_s else 0.0
+        ok = not w.error and not p.error and ratio >= TARGET
+        cpu = 100 * w.cpu_s / w.seconds if w.seconds else 0.0
+        lines.append(f"{res.name:<26}{w.records_per_s:>14,.0f}{p.records_per_s:>14,.0f}"
+                     f"{ratio:>7.2f}x{cpu:>11.0f}%{TARGET:>8.1f}x{'pass' if ok else 'short':>7}")
+        checks.append({"path": key, "ratio": round(ratio, 3), "target": TARGET,
+                       "result": "pass" if ok else "short",
+                       "worker": w.as_dict(), "plain": p.as_dict(),
+                       "runs": {"worker": [f.as_dict() for f in res.worker],
+                                "plain": [f.as_dict() for f in res.plain]}})
+    return "\n".join(lines), checks
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    p.add_argument("--quick", action="store_true", help="30k records, 1 round")
+    p.add_argument("--records", type=int, default=None, help="records per path (default 200k)")
+    p.add_argument("--repeat", type=int, default=None, help="rounds, median reported (default 3)")
+    p.add_argument("--partitions", type=int, default=1, help="partitions of the topics")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per path")
+    p.add_argument("--json", metavar="PATH", help="also write a JSON summary")
+    p.add_argument("--profile", metavar="PREFIX", help="py-spy the worker into PREFIX-*.txt")
+    p.add_argument("--data-parent", default=None, help="parent of the temp work dir")
+    p.add_argument("--keep-data", action="store_true", help="keep the work dir")
+    args = p.parse_args(argv)
+    if args.records is None:
+        args.records = 30_000 if args.quick else 200_000
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    work = Path(tempfile.mkdtemp(prefix="connect-perf-", dir=args.data_parent))
+    procs = Processes()
+    failed = False
+    try:
+        print(f"connect_perf: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+              f"{args.records:,} records x {args.repeat} round(s), work dir {work}", flush=True)
+        results = asyncio.run(run(args, procs, work))
+        table, checks = render_table(results)
+        failed = any(f.error for r in results.values() for f in r.worker + r.plain)
+        print()
+        print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+        print(table)
+        if args.json:
+            Path(args.json).write_text(json.dumps({
+                "command": sys.argv, "python": platform.python_version(),
+                "cpus": os.cpu_count(), "records": args.records, "repeat": args.repeat,
+                "partitions": args.partitions, "paths": checks}, indent=2) + "\n")
+            print(f"JSON summary written to {args.json}")
+    except KeyboardInterrupt:
+        print("\nconnect_perf: interrupted; stopping processes", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        print(f"connect_perf: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        failed = True
+        for name in ("worker.log", "broker.log"):
+            log = work / name
+            if log.exists():
+                tail = log.read_text(errors="replace").splitlines()[-20:]
+                print(f"--- last lines of {name} ---", *tail, sep="\n", file=sys.stderr)
+    finally:
+        procs.close()
+        if args.keep_data:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
