@@ -43,6 +43,8 @@ _JSON_TYPE = {
     SchemaType.ARRAY: "array", SchemaType.MAP: "map", SchemaType.STRUCT: "struct",
 }
 _FROM_JSON_TYPE = {v: k for k, v in _JSON_TYPE.items()}
+# One decoder for all calls: json.loads with parse_float builds a new one each time.
+_DECODER = json.JSONDecoder(parse_float=_decimal.Decimal)
 _ENVELOPE_ERROR = (
     'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
     "contain additional fields. If you are trying to deserialize plain JSON data, set "
@@ -183,7 +185,7 @@ class JsonConverter:
         if value is None:
             return SchemaAndValue.NULL  # type: ignore[attr-defined]
         try:
-            node = json.loads(bytes(value), parse_float=_decimal.Decimal)
+            node = _DECODER.decode(bytes(value).decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise DataException("Converting byte[] to Kafka Connect data failed due to "
                                 f"serialization error: {exc}") from exc
