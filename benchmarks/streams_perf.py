@@ -1,0 +1,754 @@
+"""Streams throughput: our KafkaStreams against a hand-written aiokafka loop, Quix Streams and Faust.
+
+End-to-end records/s on the bundled broker (its own process, fresh data dir) for four workloads
+over the same input, every framework measured the same way in one run.
+
+Run (needs the ``bench`` extra: ``pip install -e '.[bench]'``; Quix Streams pins
+confluent-kafka<2.13, which clashes with the repository's 2.16.1 pin, so it runs in its own
+virtualenv, ``.bench/quix-venv``, created on first use with ``pip install quixstreams``)::
+
+    python benchmarks/streams_perf.py                  # full run: 200k records, a few minutes
+    python benchmarks/streams_perf.py --quick          # 20k records
+    python benchmarks/streams_perf.py --only count,ours --json out.json
+    python benchmarks/streams_perf.py --profile prof/ --only ours   # py-spy on our runtime
+
+Workloads, over N JSON page views keyed by user id in a 4-partition topic (generated with
+confluent-kafka before the runs, not timed; timestamps in order, 10 minutes of event time):
+
+  (a) filter_map    drop short views, map each to a smaller record
+  (b) count         count views per user (KTable updates to the output topic)
+  (c) window_count  count views per user in 10 s tumbling windows
+  (d) join          join views with a pre-loaded users table (inner; ~5 % unknown users)
+
+Variants per workload: ``ours`` under at_least_once and exactly_once_v2 (default commit
+intervals: 30 s / 100 ms), ``hand`` (aiokafka consume-transform-produce, state in a dict,
+flush + commit every 5 s), ``quix`` (Quix Streams, at-least-once default) and ``faust``
+(faust-streaming, rocksdict store, at-least-once default). Each runs in a child process
+(``streams_perf_apps.py``): imports and app construction happen before the clock starts;
+the clock runs from "GO" to the moment a read_committed consumer in this process has seen the
+complete expected output (the exact output count for (a)/(d); every key's final expected count
+for (b)/(c)); then it keeps reading for a quiet second and verifies the whole output (counts,
+checksums, no extra or duplicate records), so a fast wrong answer fails the row.
+
+The broker runs with ``group.initial.rebalance.delay.ms=0`` (Kafka's 3 s default would add
+the same constant to every row). Every process started (broker, apps, py-spy) is stopped on
+exit, including on Ctrl-C and SIGTERM. Exit status: 0 when every row ran (targets missed are
+reported, not failed), 1 when a row of ours or hand failed, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+try:
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+except ImportError:  # pragma: no cover - reported to the user
+    sys.exit("streams_perf: confluent-kafka is missing; pip install -e '.[bench]'")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import streams_perf_apps as apps  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+APPS = Path(apps.__file__).resolve()
+QUIX_VERSION = "3.28.1"
+WORKLOADS = ("filter_map", "count", "window_count", "join")
+VARIANTS = ("ours-alos", "ours-eos", "hand", "quix", "faust")
+TARGETS = {"ours/hand time": 1.5, "ours/quix rec/s": 1.5, "ours/faust rec/s": 3.0,
+           "eos/alos time": 1.15}
+REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south", "sa-east")
+PAGES = ("/", "/search", "/cart", "/checkout", "/account", "/help", "/blog")
+COUNTRIES = ("DE", "FR", "US", "BR", "IN", "JP", "GB", "NL", "ES", "SE")
+AGENTS = ("Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
+          "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_5) Safari/605.1.15",
+          "Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) Mobile/15E148")
+
+# ------------------------------------------------------------------------------------------------
+# processes
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of a process (all threads) from /proc; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+class Processes:
+    """Every child process started; ``close`` stops them all (TERM, then KILL)."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    def start(self, argv: list[str], log_path: Path, **kwargs: Any) -> subprocess.Popen[bytes]:
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
+             timeout: float = 20.0) -> int | None:
+        if proc in self.procs:
+            self.procs.remove(proc)
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(sig)
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.kill()
+                proc.wait(10)
+        return proc.returncode
+
+    def close(self) -> None:
+        while self.procs:
+            self.stop(self.procs[-1], timeout=10)
+
+
+def _raise_on_sigterm(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Popen[bytes]]:
+    port = free_port()
+    props = work / "broker.properties"
+    props.write_text("group.initial.rebalance.delay.ms=0\n")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get(
+        "PYTHONPATH", ""))
+    proc = procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start",
+                        "--data-dir", str(work / "broker-data"), "--port", str(port),
+                        "--config", str(props)], work / "broker.log", env=env,
+                       cwd=str(REPO_ROOT))
+    bootstrap = f"127.0.0.1:{port}"
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
+    deadline = time.monotonic() + 30
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError("broker exited: " + (work / "broker.log").read_text()[-2000:])
+        try:
+            admin.list_topics(timeout=1.0)
+            return bootstrap, proc
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise RuntimeError("broker not ready after 30 s") from None
+
+
+def create_topics(bootstrap: str, topics: dict[str, int], compacted: bool = False) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    config = {"cleanup.policy": "compact"} if compacted else {}
+    futures = admin.create_topics([NewTopic(t, n, 1, config=config) for t, n in topics.items()],
+                                  operation_timeout=10, request_timeout=15)
+    for fut in futures.values():
+        try:
+            fut.result(20)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+
+
+# ------------------------------------------------------------------------------------------------
+# input and expected output
+
+
+@dataclass
+class Dataset:
+    records: int
+    partitions: int
+    users: dict[str, dict[str, Any]]
+    filter_count: int
+    filter_secs_sum: float
+    counts: dict[str, int]
+    window_counts: dict[tuple[str, int], int]
+    join_count: int
+
+
+def generate(bootstrap: str, n: int, partitions: int, n_users: int, seed: int = 7) -> Dataset:
+    """Produce users and page views (murmur2-partitioned like the Java client); expected outputs."""
+    rng = random.Random(seed)
+    users = {f"user-{i:05d}": {"user_id": f"user-{i:05d}", "name": f"User {i}",
+                               "region": REGIONS[i % len(REGIONS)],
+                               "tier": ("free", "pro", "team")[i % 3]}
+             for i in range(n_users)}
+    unknown = max(1, n_users // 20)  # views from users missing in the table: dropped by the join
+    ids = [f"user-{i:05d}" for i in range(n_users + unknown)]
+    span_ms = 600_000
+    base = (int(time.time() * 1000) - 3_600_000) // apps.WINDOW_MS * apps.WINDOW_MS
+    producer = Producer({"bootstrap.servers": bootstrap, "partitioner": "murmur2_random",
+                         "linger.ms": 20, "batch.size": 1_000_000, "acks": "all",
+                         "queue.buffering.max.messages": 2_000_000, "enable.metrics.push": False})
+    for u in users.values():
+        producer.produce(apps.USERS_TOPIC, json.dumps(u).encode(), u["user_id"].encode(),
+                         timestamp=base - 60_000)
+    counts: Counter[str] = Counter()
+    windows: Counter[tuple[str, int]] = Counter()
+    filter_count = join_count = 0
+    secs_sum = 0.0
+    for i in range(n):
+        uid = ids[int(rng.paretovariate(1.2) * 7) % len(ids)] if i % 3 else rng.choice(ids)
+        ts = base + i * span_ms // n
+        view = {"user_id": uid, "page": f"{rng.choice(PAGES)}/{rng.randrange(500)}",
+                "referrer": rng.choice(("https://www.google.com/", "", "https://t.co/x")),
+                "ua": rng.choice(AGENTS), "country": rng.choice(COUNTRIES),
+                "duration_ms": int(rng.expovariate(1 / 2000)), "ts": ts}
+        counts[uid] += 1
+        windows[(uid, apps.window_start(ts))] += 1
+        if apps.keep(view):
+            filter_count += 1
+            secs_sum += apps.mapped(view)["secs"]
+        if uid in users:
+            join_count += 1
+        while True:
+            try:
+                producer.produce(apps.VIEWS_TOPIC, json.dumps(view).encode(), uid.encode(),
+                                 timestamp=ts)
+                break
+            except BufferError:
+                producer.poll(0.01)
+        if i % 10_000 == 0:
+            producer.poll(0)
+    if producer.flush(120):
+        raise RuntimeError("input not delivered")
+    return Dataset(n, partitions, users, filter_count, secs_sum, dict(counts), dict(windows),
+                   join_count)
+
+
+def produce_users_to(bootstrap: str, topic: str, users: dict[str, dict[str, Any]],
+                     partitions: int) -> None:
+    """The users as a Faust table changelog: JSON key and value, partitioned like the views."""
+    from aiokafka.partitioner import murmur2
+
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.metrics.push": False})
+    for uid, u in users.items():
+        # Faust writes table keys as JSON, in the partition of the source record (raw user id).
+        partition = (murmur2(uid.encode()) & 0x7FFFFFFF) % partitions
+        producer.produce(topic, json.dumps(u).encode(), json.dumps(uid).encode(),
+                         partition=partition)
+    producer.flush(30)
+
+
+# ------------------------------------------------------------------------------------------------
+# the output checker
+
+
+class Checker(threading.Thread):
+    """Reads the output topic (read_committed) and notes when the expected output is complete."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, workload: str,
+                 variant: str, data: Dataset) -> None:
+        super().__init__(daemon=True)
+        self.workload, self.variant, self.data = workload, variant, data
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{topic}",
+                                  "isolation.level": "read_committed",
+                                  "enable.auto.commit": False, "enable.partition.eof": False,
+                                  "fetch.wait.max.ms": 20, "enable.metrics.push": False})
+        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+        self.done = threading.Event()
+        self.done_at = 0.0
+        self.stopping = threading.Event()
+        self.count = 0
+        self.values: list[bytes] = []  # (a)/(d): every output value, checked after the run
+        self.latest: dict[Any, int] = {}  # (b)/(c): latest count per key
+        self.good = 0  # keys whose latest count equals the expected one
+        self.error: str | None = None
+        if workload == "count":
+            self.expected: dict[Any, int] = data.counts
+        elif workload == "window_count":
+            self.expected = data.window_counts
+        else:
+            self.expected = {}
+        self.target = {"filter_map": data.filter_count, "join": data.join_count}.get(workload, 0)
+
+    def decode(self, key: bytes, value: bytes) -> tuple[Any, int]:
+        if self.workload == "count":
+            if self.variant.startswith("ours") or self.variant == "hand":
+                return key.decode(), int.from_bytes(value, "big", signed=True)
+            return key.decode(), int(json.loads(value))
+        if self.variant.startswith("ours"):  # Serdes.windowed: key bytes + 8-byte window start
+            return (key[:-8].decode(), int.from_bytes(key[-8:], "big")), \
+                int.from_bytes(value, "big", signed=True)
+        v = json.loads(value)
+        count = v["value"] if self.variant == "quix" else v["count"]
+        return (key.decode(), int(v["start"])), int(count)
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except Exception as exc:  # reported as the row's error
+            self.error = f"checker: {exc!r}"
+            self.done.set()
+
+    def _run(self) -> None:
+        keyed = bool(self.expected)
+        expected, latest = self.expected, self.latest
+        while not self.stopping.is_set():
+            for msg in self.consumer.consume(1000, 0.05):
+                if msg.error():
+                    raise KafkaException(msg.error())
+                self.count += 1
+                if keyed:
+                    key, c = self.decode(msg.key(), msg.value())
+                    old = latest.get(key)
+                    latest[key] = c
+                    want = expected.get(key)
+                    if old == want and old is not None:
+                        self.good -= 1
+                    if c == want:
+                        self.good += 1
+                    if self.good == len(expected) and not self.done.is_set():
+                        self.done_at = time.perf_counter()
+                        self.done.set()
+                else:
+                    self.values.append(msg.value())
+                    if self.count >= self.target and not self.done.is_set():
+                        self.done_at = time.perf_counter()
+                        self.done.set()
+        self.consumer.close()
+
+    def verify(self) -> str | None:
+        """None when the output is exactly right; otherwise what is wrong."""
+        d = self.data
+        if self.workload in ("count", "window_count"):
+            wrong = [k for k, v in self.expected.items() if self.latest.get(k) != v]
+            extra = [k for k in self.latest if k not in self.expected]
+            if wrong or extra:
+                k = (wrong or extra)[0]
+                return (f"{len(wrong)} keys with a wrong count, {len(extra)} unexpected keys; "
+                        f"e.g. {k}: got {self.latest.get(k)}, want {self.expected.get(k)}")
+            return None
+        if self.count != self.target:
+            wrong = ""
+            if self.workload == "join":
+                seen = Counter(json.loads(v)["user"] for v in self.values)
+                off = sorted(u for u in d.users if seen.get(u, 0) != d.counts.get(u, 0))
+                wrong = f"; users with a wrong number of joined views: {off[:8]}"
+            return f"{self.count} output records, expected {self.target}{wrong}"
+        if self.workload == "filter_map":
+            total = sum(json.loads(v)["secs"] for v in self.values)
+            if abs(total - d.filter_secs_sum) > 1e-6 * max(1.0, d.filter_secs_sum):
+                return f"sum of secs {total:.3f}, expected {d.filter_secs_sum:.3f}"
+            return None
+        bad = 0
+        for v in self.values:
+            out = json.loads(v)
+            user = d.users.get(out["user"])
+            if user is None or out["region"] != user["region"] or out["tier"] != user["tier"]:
+                bad += 1
+        return f"{bad} joined records with a wrong user" if bad else None
+
+
+# ------------------------------------------------------------------------------------------------
+# one row
+
+
+@dataclass
+class Row:
+    workload: str
+    variant: str
+    seconds: float = 0.0
+    records: int = 0
+    outputs: int = 0
+    app_cpu_s: float = 0.0
+    broker_cpu_s: float = 0.0
+    error: str | None = None
+    version: str = ""
+
+    @property
+    def rate(self) -> float:
+        return self.records / self.seconds if self.seconds > 0 and not self.error else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["records_per_s"] = round(self.rate, 1)
+        return d
+
+
+def child_argv(args: argparse.Namespace, variant: str) -> list[str]:
+    python = args.quix_python if variant == "quix" else sys.executable
+    return [python, str(APPS)]
+
+
+def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: str,
+            broker: subprocess.Popen[bytes], data: Dataset, workload: str, variant: str,
+            versions: dict[str, str]) -> Row:
+    row = Row(workload, variant, records=data.records,
+              version=versions.get(variant.split("-")[0], ""))
+    tag = f"{workload}-{variant}-{int(time.time() * 1000) % 10**8}"
+    app_id, out = f"perf-{tag}", f"out-{tag}"
+    create_topics(bootstrap, {out: data.partitions})
+    framework = variant.split("-")[0]
+    guarantee = "exactly_once_v2" if variant == "ours-eos" else "at_least_once"
+    if framework == "faust" and workload == "join":
+        changelog = f"{app_id}-users-changelog"
+        create_topics(bootstrap, {changelog: data.partitions}, compacted=True)
+        produce_users_to(bootstrap, changelog, data.users, data.partitions)
+    state_dir = work / "state" / tag
+    state_dir.mkdir(parents=True)
+    checker = Checker(bootstrap, out, data.partitions, workload, variant, data)
+    checker.start()
+    log_path = work / f"{tag}.log"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    argv = [*child_argv(args, variant), framework, workload, "--bootstrap", bootstrap,
+            "--app-id", app_id, "--out", out, "--state-dir", str(state_dir), "--guarantee",
+            guarantee, "--partitions", str(data.partitions)]
+    proc = procs.start(argv, log_path, stdin=subprocess.PIPE, env=env, cwd=str(work))
+    profiler: subprocess.Popen[bytes] | None = None
+    try:
+        deadline = time.monotonic() + 120
+        while b"READY\n" not in log_path.read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                row.error = _failure(log_path, proc, "did not start")
+                return row
+            time.sleep(0.05)
+        if args.profile and framework == "ours":
+            profiler = start_profiler(args, procs, work, proc.pid, workload, variant)
+        b0, a0 = cpu_seconds(broker.pid), cpu_seconds(proc.pid)
+        t0 = time.perf_counter()
+        assert proc.stdin is not None
+        proc.stdin.write(b"GO\n")
+        proc.stdin.flush()
+        end = time.monotonic() + args.timeout
+        while not checker.done.wait(0.1):
+            if proc.poll() is not None:
+                row.error = _failure(log_path, proc, "exited")
+                break
+            if time.monotonic() > end:
+                row.error = (f"timed out after {args.timeout:.0f} s with {checker.count} output "
+                             f"records; {checker.verify()}")
+                break
+        row.app_cpu_s, row.broker_cpu_s = cpu_seconds(proc.pid) - a0, cpu_seconds(broker.pid) - b0
+        if checker.error:
+            row.error = checker.error
+        if row.error is None:
+            row.seconds = checker.done_at - t0
+            time.sleep(args.quiet)  # late duplicates would show up now
+            row.outputs = checker.count
+            wrong = checker.verify()
+            if wrong:
+                row.error = f"WRONG OUTPUT: {wrong}"
+    finally:
+        if profiler is not None:
+            procs.stop(profiler, signal.SIGINT, 30)
+        checker.stopping.set()
+        checker.join(10)
+        code = procs.stop(proc, signal.SIGTERM, 30)
+        if row.error is None and code not in (0, -signal.SIGTERM, None):
+            row.error = _failure(log_path, proc, f"exited with {code} on SIGTERM")
+    return row
+
+
+def _failure(log_path: Path, proc: subprocess.Popen[bytes], what: str) -> str:
+    lines = [ln for ln in log_path.read_text(errors="replace").splitlines() if ln.strip()]
+    errs = [ln for ln in lines if "Error" in ln or "error" in ln or "Exception" in ln]
+    last = (errs or lines or ["(no output)"])[-1].strip()
+    return f"{what} (code {proc.poll()}): {last[:300]} [log: {log_path}]"
+
+
+# ------------------------------------------------------------------------------------------------
+# profiling (py-spy raw output: "frame;frame;... count" per line)
+
+
+def start_profiler(args: argparse.Namespace, procs: Processes, work: Path, pid: int,
+                   workload: str, variant: str) -> subprocess.Popen[bytes]:
+    spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out = Path(args.profile) / f"{workload}-{variant}.txt"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    proc = procs.start([spy, "record", "--format", "raw", "--rate", "200", "--pid", str(pid),
+                        "--threads", "--idle", "--output", str(out)], work / "py-spy.log")
+    time.sleep(0.5)  # attached before the clock starts
+    return proc
+
+
+def summarize_profile(path: Path, top: int = 15) -> str:
+    """Self time per function and inclusive time per streams/ function, in % of samples."""
+    selfs: Counter[str] = Counter()
+    incl: Counter[str] = Counter()
+    total = 0
+    for line in path.read_text(errors="replace").splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        count = int(n)
+        frames = [f for f in stack.split(";") if not f.startswith(("process ", "thread "))]
+        if not frames:
+            continue
+        total += count
+        selfs[_short(frames[-1])] += count
+        for f in {_short(f) for f in frames}:
+            incl[f] += count
+    if not total:
+        return f"{path}: no samples"
+    idle = sum(c for f, c in selfs.items() if f.split(" ")[0] in (
+        "select", "poll", "epoll_wait", "wait", "_worker", "readline"))
+    lines = [f"{path.name}: {total} samples ({100 * idle / total:.0f}% idle in select/wait)",
+             "  self time:"]
+    lines += [f"    {100 * c / total:5.1f}%  {f}" for f, c in selfs.most_common(top)]
+    lines.append("  inclusive (streams/ and aiokafka/ functions):")
+    ours = [(f, c) for f, c in incl.most_common() if "streams/" in f or "aiokafka/" in f]
+    lines += [f"    {100 * c / total:5.1f}%  {f}" for f, c in ours[:top]]
+    return "\n".join(lines)
+
+
+def _short(frame: str) -> str:
+    """'func (path/to/module.py:123)' -> 'func (pkg/module.py)'."""
+    name, _, loc = frame.partition(" (")
+    loc = loc.rstrip(")").rsplit(":", 1)[0]
+    parts = loc.split("/")
+    for anchor in ("streams", "aiokafka", "asyncio", "json", "rocksdict", "site-packages"):
+        if anchor in parts:
+            i = len(parts) - 1 - parts[::-1].index(anchor)
+            loc = "/".join(parts[i:])
+            break
+    else:
+        loc = "/".join(parts[-2:])
+    return f"{name} ({loc})"
+
+
+# ------------------------------------------------------------------------------------------------
+# report
+
+
+def fmt_row(r: Row | None) -> str:
+    if r is None:
+        return "-"
+    if r.error:
+        return "FAILED"
+    return f"{r.rate:,.0f}"
+
+
+def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, Any]]:
+    def get(v: str) -> Row | None:
+        r = rows.get((workload, v))
+        return r if r is not None and not r.error else None
+
+    alos, eos, hand, quix, faust = (get(v) for v in VARIANTS)
+    checks = []
+    for name, value, lower_better in (
+        ("ours/hand time", alos.seconds / hand.seconds if alos and hand else None, True),
+        ("ours/quix rec/s", alos.rate / quix.rate if alos and quix else None, False),
+        ("ours/faust rec/s", alos.rate / faust.rate if alos and faust else None, False),
+        ("eos/alos time", eos.seconds / alos.seconds if alos and eos else None, True),
+    ):
+        target = TARGETS[name]
+        if value is None:
+            verdict = "n/a"
+        elif lower_better:
+            verdict = "pass" if value <= target else "short"
+        else:
+            verdict = "pass" if value >= target else "short"
+        checks.append({"workload": workload, "ratio": name, "value": value, "target": target,
+                       "lower_is_better": lower_better, "verdict": verdict})
+    return checks
+
+
+def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int) -> tuple[str, list]:
+    head = f"{'workload':<13}" + "".join(f"{v:>12}" for v in VARIANTS)
+    lines = [f"records/s ({n:,} input records; app cpu% / broker cpu% in brackets below)", head,
+             "-" * len(head)]
+    for w in workloads:
+        lines.append(f"{w:<13}" + "".join(f"{fmt_row(rows.get((w, v))):>12}" for v in VARIANTS))
+        cpu = []
+        for v in VARIANTS:
+            r = rows.get((w, v))
+            cpu.append("" if r is None or r.error or not r.seconds else
+                       f"{100 * r.app_cpu_s / r.seconds:.0f}/{100 * r.broker_cpu_s / r.seconds:.0f}")
+            cpu[-1] = f"{cpu[-1]:>12}"
+        lines.append(f"{'  cpu%':<13}" + "".join(cpu))
+    checks: list[dict[str, Any]] = []
+    for w in workloads:
+        checks += ratios(rows, w)
+    lines += ["", "targets: ours(alos)/hand time <= 1.5x, ours(alos)/quix rec/s >= 1.5x, "
+                  "ours(alos)/faust rec/s >= 3x, eos/alos time <= 1.15x"]
+    for c in checks:
+        shown = "-" if c["value"] is None else f"{c['value']:.2f}x"
+        op = "<=" if c["lower_is_better"] else ">="
+        lines.append(f"  {c['workload']:<13} {c['ratio']:<17} {shown:>7}  (target {op} "
+                     f"{c['target']:.2f}x)  {c['verdict']}")
+    failed = [r for r in rows.values() if r.error]
+    if failed:
+        lines += ["", "rows that did not produce a number:"]
+        lines += [f"  {r.workload}/{r.variant} ({r.version}): {r.error}" for r in failed]
+    return "\n".join(lines), checks
+
+
+# ------------------------------------------------------------------------------------------------
+# main
+
+
+def ensure_quix(args: argparse.Namespace) -> str:
+    """Path of a Python that imports quixstreams (a separate venv; see the module docstring)."""
+    if args.quix_python:
+        return str(args.quix_python)
+    venv = REPO_ROOT / ".bench" / "quix-venv"
+    python = venv / "bin" / "python"
+    if not python.exists():
+        print(f"  creating {venv} with quixstreams=={QUIX_VERSION} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q",
+                        f"quixstreams=={QUIX_VERSION}"], check=True)
+    return str(python)
+
+
+def versions_of(args: argparse.Namespace, variants: list[str]) -> dict[str, str]:
+    import aiokafka
+
+    v = {"ours": "streams", "hand": f"aiokafka {aiokafka.__version__}"}
+    if "quix" in variants:
+        out = subprocess.run([args.quix_python, "-c", "import quixstreams, importlib.metadata as m;"
+                              "print(quixstreams.__version__, m.version('confluent-kafka'))"],
+                             capture_output=True, text=True)
+        q = out.stdout.split()
+        v["quix"] = f"quixstreams {q[0]} (confluent-kafka {q[1]})" if len(q) == 2 else \
+            f"quixstreams not importable: {out.stderr.strip()[-200:]}"
+    if "faust" in variants:
+        try:
+            import faust
+            v["faust"] = f"faust-streaming {faust.__version__}"
+        except ImportError as exc:
+            v["faust"] = f"faust-streaming not importable: {exc}"
+    return v
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="20k records instead of 200k")
+    p.add_argument("--records", type=int, help="input page views (default 200000, quick 20000)")
+    p.add_argument("--users", type=int, default=1000, help="users in the table (default 1000)")
+    p.add_argument("--partitions", type=int, default=4, help="input partitions (default 4)")
+    p.add_argument("--only", help="comma list of substrings; run only rows whose "
+                                  "'workload/variant' name contains one of them (e.g. "
+                                  "'count,ours' runs count rows and every ours row)")
+    p.add_argument("--all-of", help="comma list of substrings that must all match "
+                                    "'workload/variant' (e.g. 'join,ours-eos')")
+    p.add_argument("--json", metavar="PATH", help="write a JSON summary to PATH")
+    p.add_argument("--timeout", type=float, default=600.0, help="per-row timeout, seconds")
+    p.add_argument("--quiet", type=float, default=1.0,
+                   help="seconds to keep reading after completion, to catch duplicates")
+    p.add_argument("--quix-python", help="python that has quixstreams (default: "
+                                         ".bench/quix-venv, created on first use)")
+    p.add_argument("--profile", metavar="DIR",
+                   help="attach py-spy (raw) to our app during its rows; summaries printed")
+    p.add_argument("--keep-data", action="store_true", help="keep the temp dir (logs, data)")
+    args = p.parse_args(argv)
+    args.records = args.records or (20_000 if args.quick else 200_000)
+    return args
+
+
+def selected(args: argparse.Namespace) -> list[tuple[str, str]]:
+    rows = [(w, v) for w in WORKLOADS for v in VARIANTS]
+    if args.only:
+        wanted = [s.strip() for s in args.only.split(",") if s.strip()]
+        rows = [(w, v) for w, v in rows if any(s in f"{w}/{v}" for s in wanted)]
+    if args.all_of:
+        needed = [s.strip() for s in args.all_of.split(",") if s.strip()]
+        rows = [(w, v) for w, v in rows if all(s in f"{w}/{v}" for s in needed)]
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    todo = selected(args)
+    if not todo:
+        sys.exit("streams_perf: --only/--all-of matched no row")
+    variants = sorted({v.split("-")[0] for _w, v in todo})
+    if "quix" in variants:
+        args.quix_python = ensure_quix(args)
+    work = Path(tempfile.mkdtemp(prefix="streams-perf-"))
+    procs = Processes()
+    rows: dict[tuple[str, str], Row] = {}
+    failed = False
+    try:
+        versions = versions_of(args, variants)
+        print(f"streams_perf: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
+              f"{args.records:,} records, {args.partitions} partitions, work dir {work}",
+              flush=True)
+        for k in variants:
+            print(f"  {k}: {versions.get(k, '')}", flush=True)
+        bootstrap, broker = start_broker(procs, work)
+        print(f"  broker on {bootstrap} (pid {broker.pid})", flush=True)
+        create_topics(bootstrap, {apps.VIEWS_TOPIC: args.partitions})
+        create_topics(bootstrap, {apps.USERS_TOPIC: args.partitions}, compacted=True)
+        t = time.perf_counter()
+        data = generate(bootstrap, args.records, args.partitions, args.users)
+        print(f"  input produced in {time.perf_counter() - t:.1f} s (not timed): "
+              f"{args.records:,} views, {len(data.counts):,} users viewing, "
+              f"{len(data.window_counts):,} user-windows, {data.filter_count:,} pass the filter,"
+              f" {data.join_count:,} join", flush=True)
+        for workload, variant in todo:
+            print(f"  {workload:<13} {variant:<10} ...", end=" ", flush=True)
+            row = run_row(args, procs, work, bootstrap, broker, data, workload, variant,
+                          versions)
+            rows[(workload, variant)] = row
+            if row.error:
+                failed |= variant.split("-")[0] in ("ours", "hand")
+                print(f"FAILED: {row.error}", flush=True)
+            else:
+                print(f"{row.rate:>9,.0f} rec/s ({row.seconds:.2f} s, {row.outputs:,} outputs, "
+                      f"app cpu {100 * row.app_cpu_s / row.seconds:.0f}%, broker cpu "
+                      f"{100 * row.broker_cpu_s / row.seconds:.0f}%)", flush=True)
+            if broker.poll() is not None:
+                raise RuntimeError(f"the broker died (code {broker.returncode})")
+        workloads = [w for w in WORKLOADS if any(w == k[0] for k in rows)]
+        table, checks = render(rows, workloads, args.records)
+        print()
+        print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
+        print(table)
+        if args.profile:
+            print("\nprofiles (py-spy, our app process):")
+            for path in sorted(Path(args.profile).glob("*.txt")):
+                print(summarize_profile(path))
+        if args.json:
+            summary = {"command": sys.argv, "python": platform.python_version(),
+                       "cpus": os.cpu_count(), "records": args.records,
+                       "partitions": args.partitions, "versions": versions,
+                       "rows": [r.as_dict() for r in rows.values()], "targets": checks}
+            Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
+            print(f"JSON summary written to {args.json}")
+    except KeyboardInterrupt:
+        print("\nstreams_perf: interrupted; stopping processes", file=sys.stderr)
+        return 130
+    finally:
+        procs.close()
+        if args.keep_data:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
