@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: demo test lint bench clean
+.PHONY: demo test lint bench bench-deps bench-broker bench-streams bench-connect clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -27,9 +27,19 @@ test-external: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check streams connect tests benchmarks examples
 
-bench: $(VENV)/.installed
+bench: bench-broker bench-streams bench-connect
+
+bench-deps: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[bench]'
+
+bench-broker: bench-deps
 	$(PY) benchmarks/broker_perf.py
+
+bench-streams: bench-deps
+	$(PY) benchmarks/streams_perf.py
+
+bench-connect: bench-deps
+	$(PY) benchmarks/connect_perf.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
