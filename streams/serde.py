@@ -133,7 +133,8 @@ class JsonSerde(Serde[Any]):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     def from_bytes(self, data: bytes) -> Any:
-        return json.loads(bytes(data))
+        # Decoding to str first skips json.loads' encoding detection on bytes (hot path).
+        return json.loads(bytes(data).decode("utf-8"))
 
 
 class PydanticSerde(Serde[Any]):
