@@ -80,10 +80,10 @@ class TransactionCoordinator:
         self.txns[meta.transactional_id] = meta
         self.by_producer_id[meta.producer_id] = meta
 
-    async def _persist(self, meta: TxnMetadata) -> None:
+    async def _persist(self, meta: TxnMetadata, durable: bool = True) -> None:
         assert self.log is not None
         meta.updated_ms = _now()
-        await self.log.write(meta)
+        await self.log.write(meta, durable)
 
     # -- InitProducerId -----------------------------------------------------------------------
 
@@ -250,7 +250,9 @@ class TransactionCoordinator:
         self.broker.groups.complete_transaction(meta.producer_id, commit)
         meta.state = COMPLETE_COMMIT if commit else COMPLETE_ABORT
         meta.partitions.clear()
-        await self._persist(meta)
+        # No fsync wait: if this record is lost in a crash, the durable Prepare* state makes
+        # the restarted coordinator write the (idempotent) markers again and complete.
+        await self._persist(meta, durable=False)
 
     # -- timeouts -----------------------------------------------------------------------------
 

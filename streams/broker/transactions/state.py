@@ -93,8 +93,10 @@ class TransactionLog:
             if value is not None:
                 yield TxnMetadata.from_json(tid, value)
 
-    async def write(self, meta: TxnMetadata) -> None:
+    async def write(self, meta: TxnMetadata, durable: bool = True) -> None:
+        """Append the metadata; with ``durable`` return only once it is fsynced."""
         plog = self.topic.partitions[partition_for(meta.transactional_id, len(self.topic.partitions))]
         batch = build_batch([Record(meta.transactional_id.encode(), meta.to_json(), meta.updated_ms)])
         plog.append(bytearray(batch), validate_produced(batch))
-        await plog.flush_to(plog.next_offset)
+        if durable:
+            await plog.flush_to(plog.next_offset)
