@@ -65,6 +65,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_common import Processes, free_port, process_cpu_seconds, raise_on_sigterm
+
 try:
     from confluent_kafka import (
         Consumer,
@@ -128,20 +130,6 @@ class Figure:
         return d
 
 
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def process_cpu_seconds(pid: int) -> float:
-    """user + system CPU seconds of a process and all its threads (from /proc)."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
 class Clock:
     """Wall time plus broker and client CPU time between ``start()`` and ``stop()``.
 
@@ -193,50 +181,6 @@ def median_figure(figs: list[Figure]) -> Figure:
 
 # ------------------------------------------------------------------------------------------------
 # process bookkeeping: everything started is stopped
-
-
-class Processes:
-    """Tracks child processes and stops all of them (TERM, then KILL) on close."""
-
-    def __init__(self) -> None:
-        self._procs: list[tuple[str, subprocess.Popen[bytes], int]] = []
-
-    def start(self, name: str, argv: list[str], log_path: Path, stop_signal: int = signal.SIGTERM,
-              **kwargs: Any) -> subprocess.Popen[bytes]:
-        with open(log_path, "wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, **kwargs)
-        self._procs.append((name, proc, stop_signal))
-        return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
-        for i, (_name, p, sig) in enumerate(self._procs):
-            if p is proc:
-                del self._procs[i]
-                return _stop(p, sig, timeout)
-        return proc.poll()
-
-    def close(self) -> None:
-        while self._procs:
-            _name, proc, sig = self._procs.pop()
-            _stop(proc, sig, 10.0)
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> int | None:
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            proc.send_signal(sig)
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            proc.wait(5)
-    return proc.returncode
-
-
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
 
 
 # ------------------------------------------------------------------------------------------------
@@ -311,12 +255,6 @@ def loopback_copy_rate(total_mib: int) -> float:
 # brokers
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def find_tansu(explicit: str | None) -> str:
     if explicit:
         return explicit
@@ -369,7 +307,7 @@ def start_ours(procs: Processes, data_dir: Path, log_dir: Path, cpus: set[int] |
     env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env.update(extra_env or {})
     log_path = log_dir / "ours.log"
-    proc = procs.start("ours", argv, log_path, env=env, cwd=str(REPO_ROOT),
+    proc = procs.start(argv, log_path, env=env, cwd=str(REPO_ROOT),
                        preexec_fn=_affinity(cpus))
     broker = RunningBroker("ours", f"127.0.0.1:{port}", proc, log_path)
     wait_ready(broker)
@@ -383,7 +321,7 @@ def start_tansu(procs: Processes, binary: str, log_dir: Path, cpus: set[int] | N
     argv = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
             "--storage-engine", "memory://tansu/"]
     log_path = log_dir / "tansu.log"
-    proc = procs.start("tansu", argv, log_path, preexec_fn=_affinity(cpus))
+    proc = procs.start(argv, log_path, preexec_fn=_affinity(cpus))
     broker = RunningBroker("tansu", f"127.0.0.1:{port}", proc, log_path)
     wait_ready(broker)
     return broker
@@ -585,7 +523,7 @@ def maybe_profile(procs: Processes, prefix: str | None, pid: int, load: Load, lo
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     slug = load.name.replace(" ", "-").replace("=", "")
     out = f"{prefix}-{slug}.txt"
-    proc = procs.start("py-spy", [py_spy, "record", "--pid", str(pid), "--format", "raw",
+    proc = procs.start([py_spy, "record", "--pid", str(pid), "--format", "raw",
                                   "--rate", str(rate), "--nonblocking", "-o", out],
                        log_dir / f"py-spy-{slug}.log", stop_signal=signal.SIGINT)
     time.sleep(1.0)  # let py-spy attach before the load starts
@@ -850,7 +788,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with INT ignored
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
     unknown = set(brokers) - {"ours", "tansu"}

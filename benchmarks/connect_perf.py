@@ -41,7 +41,6 @@ import os
 import platform
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -51,6 +50,8 @@ import urllib.request
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench_common import Processes, free_port, process_cpu_seconds, raise_on_sigterm
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
@@ -101,71 +102,21 @@ def median(figs: list[Figure]) -> Figure:
     return ranked[(len(ranked) - 1) // 2]
 
 
-def process_cpu_seconds(pid: int) -> float:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
 # ------------------------------------------------------------------------------------------------
 # process bookkeeping: everything started is stopped
-
-
-class Processes:
-    """Tracks child processes and stops all of them (TERM, then KILL) on close."""
-
-    def __init__(self) -> None:
-        self._procs: list[subprocess.Popen[bytes]] = []
-        self._signals: dict[int, int] = {}
-
-    def start(self, argv: list[str], log_path: Path, stop_signal: int = signal.SIGTERM,
-              **kwargs: Any) -> subprocess.Popen[bytes]:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-        with open(log_path, "wb") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env,
-                                    cwd=str(REPO_ROOT), start_new_session=True, **kwargs)
-        self._procs.append(proc)
-        self._signals[proc.pid] = stop_signal
-        return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], timeout: float = 10.0) -> int | None:
-        if proc in self._procs:
-            self._procs.remove(proc)
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(self._signals.get(proc.pid, signal.SIGTERM))
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                proc.wait(5)
-        return proc.returncode
-
-    def close(self) -> None:
-        while self._procs:
-            self.stop(self._procs[-1])
-
-
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _check_alive(proc: subprocess.Popen[bytes], name: str, log_path: Path) -> None:
     if proc.poll() is not None:
         raise RuntimeError(f"{name} exited with {proc.returncode}; log {log_path}:\n"
                            + log_path.read_text(errors="replace")[-2000:])
+
+
+def repo_env() -> dict[str, Any]:
+    """Run children from the repository with it on PYTHONPATH (works without an install)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return {"env": env, "cwd": str(REPO_ROOT)}
 
 
 async def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Popen[bytes]]:
@@ -175,7 +126,7 @@ async def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Po
     log_path = work / "broker.log"
     proc = procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start",
                         "--data-dir", str(work / "broker-data"), "--port", str(port),
-                        "--config", str(props)], log_path)
+                        "--config", str(props)], log_path, **repo_env())
     bootstrap = f"127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -218,7 +169,7 @@ async def start_worker(procs: Processes, work: Path, bootstrap: str
     ]) + "\n")
     log_path = work / "worker.log"
     proc = procs.start([sys.executable, "-m", "streams.cli.main", "connect", "standalone",
-                        str(props)], log_path)
+                        str(props)], log_path, **repo_env())
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -484,7 +435,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     work = Path(tempfile.mkdtemp(prefix="connect-perf-", dir=args.data_parent))
     procs = Processes()

@@ -39,14 +39,12 @@ reported, not failed), 1 when a row of ours or hand failed, 130 when interrupted
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
 import random
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +54,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from bench_common import Processes, free_port, process_cpu_seconds, raise_on_sigterm
 
 try:
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -82,63 +82,6 @@ AGENTS = ("Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
 
 # ------------------------------------------------------------------------------------------------
 # processes
-
-
-_TICKS = os.sysconf("SC_CLK_TCK")
-
-
-def cpu_seconds(pid: int) -> float:
-    """user + system CPU seconds of a process (all threads) from /proc; 0 if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return 0.0
-    fields = stat[stat.rindex(b")") + 2:].split()
-    return (int(fields[11]) + int(fields[12])) / _TICKS
-
-
-class Processes:
-    """Every child process started; ``close`` stops them all (TERM, then KILL)."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen[bytes]] = []
-
-    def start(self, argv: list[str], log_path: Path, **kwargs: Any) -> subprocess.Popen[bytes]:
-        with open(log_path, "ab") as out:
-            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
-                                    start_new_session=True, **kwargs)
-        self.procs.append(proc)
-        return proc
-
-    def stop(self, proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM,
-             timeout: float = 20.0) -> int | None:
-        if proc in self.procs:
-            self.procs.remove(proc)
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                proc.send_signal(sig)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                proc.wait(10)
-        return proc.returncode
-
-    def close(self) -> None:
-        while self.procs:
-            self.stop(self.procs[-1], timeout=10)
-
-
-def _raise_on_sigterm(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Popen[bytes]]:
@@ -433,7 +376,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
             time.sleep(0.05)
         if args.profile and framework == "ours":
             profiler = start_profiler(args, procs, work, proc.pid, workload, variant)
-        b0, a0 = cpu_seconds(broker.pid), cpu_seconds(proc.pid)
+        b0, a0 = process_cpu_seconds(broker.pid), process_cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         assert proc.stdin is not None
         proc.stdin.write(b"GO\n")
@@ -447,7 +390,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
                 row.error = (f"timed out after {args.timeout:.0f} s with {checker.count} output "
                              f"records; {checker.verify()}")
                 break
-        row.app_cpu_s, row.broker_cpu_s = cpu_seconds(proc.pid) - a0, cpu_seconds(broker.pid) - b0
+        row.app_cpu_s, row.broker_cpu_s = process_cpu_seconds(proc.pid) - a0, process_cpu_seconds(broker.pid) - b0
         if checker.error:
             row.error = checker.error
         if row.error is None:
@@ -679,7 +622,7 @@ def selected(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, _raise_on_sigterm)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     todo = selected(args)
     if not todo:

@@ -1,0 +1,80 @@
+"""Process plumbing shared by the benchmark scripts: CPU accounting, free ports, and a
+registry of child processes that are all stopped on exit (TERM or the given signal, then KILL).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+from pathlib import Path
+from typing import Any
+
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float:
+    """user + system CPU seconds of a process and all its threads (from /proc); 0 if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return 0.0
+    fields = stat[stat.rindex(b")") + 2:].split()
+    return (int(fields[11]) + int(fields[12])) / _TICKS
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def raise_on_sigterm(signum: int, frame: Any) -> None:
+    """Install for SIGTERM so that ``finally`` blocks stop every child process."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+class Processes:
+    """Every child process started; ``close`` stops them all."""
+
+    def __init__(self) -> None:
+        self._procs: list[tuple[subprocess.Popen[bytes], int]] = []
+
+    def start(self, argv: list[str], log_path: Path, stop_signal: int = signal.SIGTERM,
+              **kwargs: Any) -> subprocess.Popen[bytes]:
+        """Start ``argv`` in its own session, output appended to ``log_path``."""
+        with open(log_path, "ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT,
+                                    start_new_session=True, **kwargs)
+        self._procs.append((proc, stop_signal))
+        return proc
+
+    def stop(self, proc: subprocess.Popen[bytes], sig: int | None = None,
+             timeout: float = 10.0) -> int | None:
+        """Signal (its stop signal unless ``sig``), wait ``timeout``, then kill."""
+        for i, (p, stop_signal) in enumerate(self._procs):
+            if p is proc:
+                del self._procs[i]
+                return _stop(proc, stop_signal if sig is None else sig, timeout)
+        return _stop(proc, signal.SIGTERM if sig is None else sig, timeout)
+
+    def close(self) -> None:
+        while self._procs:
+            proc, stop_signal = self._procs.pop()
+            _stop(proc, stop_signal, 10.0)
+
+
+def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> int | None:
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            proc.wait(5)
+    return proc.returncode
