@@ -225,8 +225,8 @@ def test_broker_demo_runs_and_exits_0() -> None:
 
 @pytest.mark.slow
 def test_streams_demo_counts_every_view_exactly_once() -> None:
-    """The README's demo: a join + windowed count under exactly_once_v2 on the bundled broker."""
-    result = subprocess.run([sys.executable, str(ROOT / "examples" / "demo.py"),
+    """The streams-only demo: a join + windowed count under exactly_once_v2 on the bundled broker."""
+    result = subprocess.run([sys.executable, str(ROOT / "examples" / "streams_demo.py"),
                              "--views", "3000"],
                             capture_output=True, text=True, timeout=150, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr

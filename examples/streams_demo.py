@@ -1,12 +1,13 @@
-"""The demo: a topology running end to end, exactly-once, on the bundled broker.
+"""The streams-only demo: a topology running end to end, exactly-once, on the bundled broker.
 
-    python examples/demo.py [--views N] [--data-dir DIR]
+    python examples/streams_demo.py [--views N] [--data-dir DIR]
 
 It starts the bundled broker, loads a users table and N page views spread over five minutes of
 event time, runs examples/pageviews_app.py (page views joined with users, counted per region in
 one-minute tumbling windows, under exactly_once_v2), shows live progress, then prints the
 per-region counts for each minute and checks them against what was produced.
-(The broker-only demo of the first milestone is examples/broker_demo.py.)
+(The full pipeline with Connect and Spark is examples/demo.py; the broker alone:
+examples/broker_demo.py.)
 """
 
 from __future__ import annotations

@@ -1,0 +1,53 @@
+"""Run a Connect worker inside another program: its own event loop on a daemon thread.
+
+Used by the demo (which also runs a topology and Spark in the same process) and by tests. The
+worker behaves exactly as under ``streams connect``; only the loop lives elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+from connect.runtime.standalone import ConnectProcess
+
+
+class BackgroundWorker:
+    """``start()`` returns once the worker serves its REST API; ``stop()`` stops it cleanly."""
+
+    def __init__(self, process: ConnectProcess) -> None:
+        self.process = process
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
+                                       name="connect-worker")
+
+    @property
+    def url(self) -> str:
+        return self.process.url
+
+    def call(self, coro: Any, timeout: float = 60.0) -> Any:
+        """Run a coroutine on the worker's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def start(self, timeout: float = 60.0) -> BackgroundWorker:
+        self.thread.start()
+        self.call(self.process.start(), timeout)
+        return self
+
+    def put_connector(self, config: dict[str, str], timeout: float = 60.0) -> Any:
+        """Create or update a connector, as ``PUT /connectors/{name}/config`` would."""
+        herder = self.process.herder
+        if herder is None:
+            raise RuntimeError("the worker is not started")
+        return self.call(herder.put_connector_config(config["name"], dict(config)), timeout)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        if not self.thread.is_alive():
+            return
+        try:
+            self.call(self.process.stop(), timeout)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(timeout)
+            self.loop.close()
