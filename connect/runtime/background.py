@@ -42,6 +42,13 @@ class BackgroundWorker:
             raise RuntimeError("the worker is not started")
         return self.call(herder.put_connector_config(config["name"], dict(config)), timeout)
 
+    def delete_connector(self, name: str, timeout: float = 60.0) -> None:
+        """Stop and remove a connector, as ``DELETE /connectors/{name}`` would."""
+        herder = self.process.herder
+        if herder is None:
+            raise RuntimeError("the worker is not started")
+        self.call(herder.delete_connector(name), timeout)
+
     def stop(self, timeout: float = 60.0) -> None:
         if not self.thread.is_alive():
             return
