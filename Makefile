@@ -8,7 +8,10 @@ PY := $(VENV)/bin/python
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev,spark]'
+	# compat mode puts the project on sys.path through a .pth file: Spark finds the top-level
+	# pyspark_streams module (its data source discovery scans sys.path, which the default
+	# editable mode's import hook does not show). A regular install needs nothing special.
+	$(PY) -m pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat
 	touch $@
 
 demo: $(VENV)/.installed
