@@ -159,6 +159,9 @@ def _as_headers(headers: Iterable[HeaderLike] | ConnectHeaders | None) -> Connec
     return ConnectHeaders(headers)
 
 
+_new_object = object.__new__
+
+
 class TimestampType(str, Enum):
     """Kafka's record timestamp types (the value is Kafka's display name)."""
 
@@ -174,7 +177,7 @@ class ConnectRecord:
     """
 
     __slots__ = ("topic", "kafka_partition", "key_schema", "key", "value_schema", "value",
-                 "timestamp", "headers")
+                 "timestamp", "_headers")
 
     def __init__(
         self,
@@ -196,7 +199,20 @@ class ConnectRecord:
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        self.headers = _as_headers(headers)
+        self._headers: ConnectHeaders | None = _as_headers(headers)
+
+    @property
+    def headers(self) -> ConnectHeaders:
+        """The record's headers. Made on first use for records the worker consumed without any:
+        two fewer objects per record for sinks that never look (garbage collection counts them)."""
+        headers = self._headers
+        if headers is None:
+            headers = self._headers = ConnectHeaders()
+        return headers
+
+    @headers.setter
+    def headers(self, headers: ConnectHeaders) -> None:
+        self._headers = headers
 
     def new_record(
         self,
@@ -328,6 +344,28 @@ class SinkRecord(ConnectRecord):
             kafka_partition if original_kafka_partition is None else original_kafka_partition)
         self.original_kafka_offset = (
             kafka_offset if original_kafka_offset is None else original_kafka_offset)
+
+    @classmethod
+    def _consumed(cls, topic: str, kafka_partition: int, key_schema: Schema | None, key: Any,
+                  value_schema: Schema | None, value: Any, kafka_offset: int,
+                  timestamp: int | None, timestamp_type: TimestampType) -> SinkRecord:
+        """The worker's constructor for a record it just consumed: no headers (made on first
+        use), a TimestampType already, original position = position. Same fields and checks as
+        ``__init__`` at a fraction of the cost (it runs once per consumed record)."""
+        if timestamp is not None and timestamp < 0:
+            raise ValueError(f"invalid negative timestamp {timestamp}")
+        self = _new_object(cls)
+        self.topic = self.original_topic = topic
+        self.kafka_partition = self.original_kafka_partition = kafka_partition
+        self.key_schema = key_schema
+        self.key = key
+        self.value_schema = value_schema
+        self.value = value
+        self.timestamp = timestamp
+        self._headers = None
+        self.kafka_offset = self.original_kafka_offset = kafka_offset
+        self.timestamp_type = timestamp_type
+        return self
 
     def new_record(self, topic, kafka_partition, key_schema, key, value_schema, value,  # noqa: D102
                    timestamp, headers=None) -> SinkRecord:

@@ -18,7 +18,7 @@ import json
 import re
 import struct
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from connect.converters.base import config_bool
@@ -44,7 +44,12 @@ _JSON_TYPE = {
 }
 _FROM_JSON_TYPE = {v: k for k, v in _JSON_TYPE.items()}
 # One decoder for all calls: json.loads with parse_float builds a new one each time.
+# With a schema, numbers are read as Decimal so DECIMAL/FLOAT fields keep their exact digits.
 _DECODER = json.JSONDecoder(parse_float=_decimal.Decimal)
+# Schemaless reads turn every non-integer number into a float anyway, and float(text) is the
+# same correctly rounded double as float(Decimal(text)): the C scanner's own float parsing then
+# yields the final value directly, with no second walk over the decoded tree.
+_PLAIN_DECODE = json.JSONDecoder().decode
 _ENVELOPE_ERROR = (
     'JsonConverter with schemas.enable requires "schema" and "payload" fields and may not '
     "contain additional fields. If you are trying to deserialize plain JSON data, set "
@@ -185,17 +190,36 @@ class JsonConverter:
         if value is None:
             return SchemaAndValue.NULL  # type: ignore[attr-defined]
         try:
+            if not self.schemas_enable:
+                return SchemaAndValue(None, _PLAIN_DECODE(bytes(value).decode("utf-8")))
             node = _DECODER.decode(bytes(value).decode("utf-8"))
         except (ValueError, UnicodeDecodeError) as exc:
             raise DataException("Converting byte[] to Kafka Connect data failed due to "
                                 f"serialization error: {exc}") from exc
-        if not self.schemas_enable:
-            return SchemaAndValue(None, self._to_connect(None, node))
         if not (isinstance(node, dict) and len(node) == 2 and "schema" in node
                 and "payload" in node):
             raise DataException(_ENVELOPE_ERROR)
         schema = self.as_connect_schema(node["schema"])
         return SchemaAndValue(schema, self._to_connect(schema, node["payload"]))
+
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]
+                         ) -> tuple[list[Schema | None], list[Any]]:
+        """``to_connect_data`` over many values, as parallel schema and value lists (see
+        :func:`connect.converters.base.to_connect_batch`); same results and errors.
+
+        Schemaless values are decoded in one comprehension with no per-value wrapper; if any
+        fails, the batch is redone value by value to raise that value's DataException.
+        """
+        if not self.schemas_enable:
+            decode = _PLAIN_DECODE
+            try:
+                out = [None if v is None else decode(v.decode("utf-8")) for v in values]
+                return [None] * len(out), out
+            except Exception:  # noqa: BLE001 - redone per value for the exact error
+                pass
+        convert = self.to_connect_data
+        pairs = [convert(topic, v) for v in values]
+        return [p[0] for p in pairs], [p[1] for p in pairs]
 
     # -- HeaderConverter -------------------------------------------------------------------------
     def from_connect_header(self, topic: str, header_key: str, schema: Schema | None,

@@ -7,6 +7,7 @@ consumers read what these write. Each of these also works as a header converter.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from connect.converters.base import config_bool  # noqa: F401  (re-exported for subclasses)
@@ -72,6 +73,17 @@ class StringConverter(_HeaderMixin):
         except UnicodeDecodeError as exc:
             raise DataException(f"failed to deserialize string from topic {topic!r}: {exc}") from exc
 
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]
+                         ) -> tuple[list[Schema | None], list[Any]]:
+        """``to_connect_data`` over many values, as parallel schema and value lists (see
+        :func:`connect.converters.base.to_connect_batch`); same results and errors."""
+        enc = self.encoding
+        try:
+            out = [None if v is None else v.decode(enc) for v in values]
+        except Exception:  # noqa: BLE001 - redone per value for the exact error
+            out = [self.to_connect_data(topic, v).value for v in values]
+        return [Schema.OPTIONAL_STRING_SCHEMA] * len(out), out
+
 
 class ByteArrayConverter(_HeaderMixin):
     """Pass-through bytes; only a BYTES schema (or none) is accepted."""
@@ -91,6 +103,12 @@ class ByteArrayConverter(_HeaderMixin):
 
     def to_connect_data(self, topic: str, value: bytes | None) -> SchemaAndValue:
         return SchemaAndValue(Schema.OPTIONAL_BYTES_SCHEMA, None if value is None else bytes(value))
+
+    def to_connect_batch(self, topic: str, values: Sequence[bytes | None]
+                         ) -> tuple[list[Schema | None], list[Any]]:
+        """``to_connect_data`` over many values, as parallel schema and value lists."""
+        out = [None if v is None else bytes(v) for v in values]
+        return [Schema.OPTIONAL_BYTES_SCHEMA] * len(out), out
 
 
 class NumberConverter(_HeaderMixin):

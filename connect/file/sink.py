@@ -40,8 +40,20 @@ class FileStreamSinkConnector(SinkConnector):
 _ENCODE = json.JSONEncoder(separators=(",", ":"), default=str).encode
 
 
+def _json_line(value: dict | list) -> str:
+    try:
+        return _ENCODE(value)
+    except (TypeError, ValueError):
+        return str(value)
+
+
 def render(value: Any) -> str:
     """The line written for a value (Java's ``println(value)`` for the common types)."""
+    t = type(value)  # exact types first: the common cases, one check each
+    if t is dict:
+        return _json_line(value)
+    if t is str:
+        return value  # type: ignore[no-any-return]
     if value is None:
         return "null"
     if isinstance(value, str):
@@ -51,10 +63,7 @@ def render(value: Any) -> str:
     if isinstance(value, bytes | bytearray):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, dict | list):
-        try:
-            return _ENCODE(value)
-        except (TypeError, ValueError):
-            return str(value)
+        return _json_line(value)
     return str(value)
 
 

@@ -10,6 +10,9 @@ import asyncio
 import logging
 import re
 import time
+from bisect import bisect_left
+from collections.abc import Callable
+from operator import attrgetter
 from typing import Any
 
 from aiokafka import ConsumerRebalanceListener
@@ -22,6 +25,8 @@ from connect.api import (
     SinkTaskContext,
 )
 from connect.config_def import ConfigException
+from connect.converters.base import to_connect_batch
+from connect.data import SchemaAndValue
 from connect.records import ConnectHeaders, Header, SinkRecord, TimestampType
 from connect.runtime import clients
 from connect.runtime.errors import (
@@ -36,12 +41,27 @@ from connect.runtime.task_runner import TaskRunner
 from connect.runtime.task_support import build_converters, call
 
 log = logging.getLogger("connect.sink")
-
-class _SlowPath(Exception):
-    """Raised inside the fast path to take the per-stage path (e.g. records with headers)."""
-
+_OFFSET = attrgetter("offset")
 
 _TS_TYPES = {0: TimestampType.CREATE_TIME, 1: TimestampType.LOG_APPEND_TIME}
+_FAILED: Any = object()  # schema of a key or value whose conversion raised (redone in _convert)
+
+
+def _try(convert: Callable[[str, Any], SchemaAndValue], topic: str, raw: Any) -> Any:
+    try:
+        return convert(topic, raw)
+    except Exception:
+        return (_FAILED, None)
+
+
+def _find_message(batch: dict[TopicPartition, list[Any]], topic: str, partition: int,
+                  offset: int) -> Any:
+    """The consumed message at ``offset`` in ``batch`` (offset-ordered per partition), or None."""
+    messages = batch.get(TopicPartition(topic, partition)) or []
+    i = bisect_left(messages, offset, key=_OFFSET)
+    if i < len(messages) and messages[i].offset == offset:
+        return messages[i]
+    return None
 
 
 class _Listener(ConsumerRebalanceListener):
@@ -63,7 +83,7 @@ class WorkerSinkTask(TaskRunner):
         self.current: dict[TopicPartition, int] = {}
         self.consumer: Any = None
         self.lock = asyncio.Lock()
-        self.raw_batch: dict[tuple[str, int, int], Any] = {}
+        self.raw_batch: dict[TopicPartition, list[Any]] = {}
         self.fatal: BaseException | None = None
         self.context: SinkTaskContext | None = None
         self.started = False
@@ -168,38 +188,60 @@ class WorkerSinkTask(TaskRunner):
 
     async def _deliver_batch(self, batch: dict[TopicPartition, list[Any]]) -> None:
         records: list[SinkRecord] = []
-        raw_batch: dict[tuple[str, int, int], Any] = {}
-        self.raw_batch = raw_batch
+        self.raw_batch = batch  # what the errant reporter looks raw messages up in
         next_offsets: dict[TopicPartition, int] = {}
-        conv, chain = self.converters, self.chain
-        key_conv, value_conv = conv.key.to_connect_data, conv.value.to_connect_data
-        apply = chain.apply
-        append = records.append
         for tp, messages in batch.items():
             if not messages:
                 continue
             self.env.on_topic(self.id.connector, tp.topic)
-            for msg in messages:
-                raw_batch[(msg.topic, msg.partition, msg.offset)] = msg
-                # Fast path: synchronous, no per-stage bookkeeping. Any exception redoes the
-                # record stage by stage in _convert, where retries, tolerance and the DLQ apply.
-                try:
-                    if msg.headers:
-                        raise _SlowPath
-                    key = key_conv(msg.topic, msg.key)
-                    value = value_conv(msg.topic, msg.value)
-                    record = apply(SinkRecord(
-                        msg.topic, msg.partition, key.schema, key.value, value.schema,
-                        value.value, msg.offset, msg.timestamp,
-                        _TS_TYPES.get(msg.timestamp_type, TimestampType.NO_TIMESTAMP_TYPE),
-                        None))
-                except Exception:
-                    record = await self._convert(msg)
-                if record is not None:
-                    append(record)
+            await self._convert_all(tp.topic, messages, records)
             next_offsets[tp] = messages[-1].offset + 1
         await self._put(records)
         self.current.update(next_offsets)
+
+    async def _convert_all(self, topic: str, messages: list[Any], out: list[SinkRecord]) -> None:
+        """Convert and transform one partition's messages, in order, into ``out``.
+
+        Fast path: keys and values converted a whole fetch at a time, records built without
+        per-stage bookkeeping. A message with headers, or one whose conversion or transform raises,
+        is redone alone by :meth:`_convert`, where retries, tolerance and the DLQ apply.
+        """
+        key_schemas, keys, value_schemas, values = self._convert_keys_values(topic, messages)
+        chain = self.chain
+        apply = chain.apply if chain.stages else None
+        make, ts_types, no_ts = SinkRecord._consumed, _TS_TYPES, TimestampType.NO_TIMESTAMP_TYPE
+        append = out.append
+        for msg, key_schema, key, value_schema, value in zip(
+                messages, key_schemas, keys, value_schemas, values, strict=True):
+            record: SinkRecord | None = None
+            slow = msg.headers or key_schema is _FAILED or value_schema is _FAILED
+            if not slow:
+                try:
+                    record = make(topic, msg.partition, key_schema, key, value_schema, value,
+                                  msg.offset, msg.timestamp, ts_types.get(msg.timestamp_type, no_ts))
+                    if apply is not None:
+                        record = apply(record)  # type: ignore[assignment]
+                except Exception:
+                    slow = True
+            if slow:  # outside the except block, so a reported error has no unrelated context
+                record = await self._convert(msg)
+            if record is not None:
+                append(record)
+
+    def _convert_keys_values(self, topic: str, messages: list[Any]) -> tuple[list[Any], ...]:
+        """Key schemas, keys, value schemas and values of ``messages`` (parallel lists; the schema
+        is ``_FAILED`` where conversion raised). One call per converter for the whole batch; value
+        by value only when that call fails."""
+        conv = self.converters
+        try:
+            return (*to_connect_batch(conv.key, topic, [m.key for m in messages]),
+                    *to_connect_batch(conv.value, topic, [m.value for m in messages]))
+        except Exception:
+            pass
+        keys = [_try(conv.key.to_connect_data, topic, m.key) for m in messages]
+        values = [_try(conv.value.to_connect_data, topic, m.value) for m in messages]
+        return ([k[0] for k in keys], [k[1] for k in keys],
+                [v[0] for v in values], [v[1] for v in values])
 
     async def _convert(self, msg: Any) -> SinkRecord | None:
         conv, errors = self.converters, self.errors
@@ -301,8 +343,8 @@ class WorkerSinkTask(TaskRunner):
         loop = self._loop_ref
 
         async def report() -> None:
-            raw = self.raw_batch.get((record.original_topic, record.original_kafka_partition,
-                                      record.original_kafka_offset))
+            raw = _find_message(self.raw_batch, record.original_topic,
+                                record.original_kafka_partition, record.original_kafka_offset)
             try:
                 await self.errors.report(Stage.TASK_PUT, self.task_class, error, raw)
                 if not self.errors.config.tolerate_all:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from importlib import metadata
 
 import pytest
@@ -26,11 +25,12 @@ def test_connector_names() -> None:
         plugins.connector_class("connect.api.Task")  # a class, but not a Connector
 
 
-@pytest.mark.skipif(importlib.util.find_spec("connect.spark") is not None,
-                    reason="the Spark sink is installed")
-def test_spark_sink_alias_is_reserved() -> None:
-    with pytest.raises(plugins.PluginNotFoundError, match="SparkSink.*not installed"):
-        plugins.connector_class("SparkSink")
+def test_spark_sink_by_short_name() -> None:
+    from connect.spark import SparkSinkConnector
+
+    for name in ("SparkSink", "SparkSinkConnector", "connect.spark.SparkSinkConnector"):
+        assert plugins.connector_class(name) is SparkSinkConnector, name
+    assert plugins.connector_type(SparkSinkConnector) == "sink"
 
 
 def test_entry_point_plugins(monkeypatch: pytest.MonkeyPatch) -> None:
