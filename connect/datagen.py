@@ -119,6 +119,9 @@ class DataGenConnector(SourceConnector):
 
 
 class DataGenTask(SourceTask):
+    def __init__(self) -> None:
+        self.stopped = threading.Event()  # here, not in start(): stop() may come first
+
     def start(self, props: dict[str, str]) -> None:
         self.generate = QUICKSTARTS[props.get("quickstart", "pageviews")]
         self.topic = props["kafka.topic"]
@@ -134,7 +137,6 @@ class DataGenTask(SourceTask):
         self.count = int((last or {}).get("count", 0))
         self.started_at = time.monotonic()
         self.started_count = self.count
-        self.stopped = threading.Event()
         self.key_schema = Schema.STRING_SCHEMA
 
     def poll(self) -> list[SourceRecord] | None:

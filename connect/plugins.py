@@ -43,6 +43,7 @@ _DISPLAY_NAMES = {
         "org.apache.kafka.connect.file.FileStreamSourceConnector",
     "connect.file.sink:FileStreamSinkConnector":
         "org.apache.kafka.connect.file.FileStreamSinkConnector",
+    "connect.spark.sink:SparkSinkConnector": "connect.spark.SparkSinkConnector",
 }
 
 

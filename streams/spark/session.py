@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 from streams.spark.java import ensure_java
@@ -22,6 +23,10 @@ _DEFAULT_CONF = {
     "spark.ui.enabled": "false",
     "spark.sql.session.timeZone": "UTC",
     "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.showConsoleProgress": "false",
+    # Errors only from the JVM (see the file); a user's own extraJavaOptions replace this.
+    "spark.driver.extraJavaOptions":
+        f"-Dlog4j2.configurationFile={Path(__file__).with_name('log4j2.properties')}",
 }
 
 

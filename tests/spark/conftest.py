@@ -9,10 +9,12 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def spark() -> Iterator[Any]:
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from streams.spark import get_spark_session
 
-    session = get_spark_session("local[2]", app_name="streams-tests")
+    warehouse = tmp_path_factory.mktemp("spark-warehouse")
+    session = get_spark_session("local[2]", app_name="streams-tests",
+                                conf={"spark.sql.warehouse.dir": str(warehouse)})
     session.sparkContext.setLogLevel("ERROR")
     try:
         yield session

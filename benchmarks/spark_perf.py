@@ -1,0 +1,277 @@
+"""Spark throughput: the SparkSink connector against Spark writing the same rows itself, and the
+`streams` Spark source reading a topic.
+
+Run::
+
+    python benchmarks/spark_perf.py                  # 200k rows, batches of 10k and 50k
+    python benchmarks/spark_perf.py --rows 50000 --batches 10000
+    python benchmarks/spark_perf.py --json out.json  # also write a JSON summary
+
+One run starts the bundled broker (``python -m streams.cli.main broker start``, own process, fresh
+data dir), produces N JSON rows (six typed fields, string keys) into a 2-partition topic, starts one
+local SparkSession (``local[2]``) in this process, then for each batch size B:
+
+* **direct**: Spark writes the same rows itself: the rows are already Arrow tables of B rows in
+  memory (built before the clock starts), and each is written with
+  ``spark.createDataFrame(table).write.mode("append").parquet(dir)``: the fastest way a PySpark
+  program writes rows it has;
+* **sink**: a standalone Connect worker in this process (``connect.runtime.background``) runs the
+  SparkSink connector (``flush.size`` = B, JsonConverter values without schemas) over the topic,
+  timed from the connector's creation until its consumer group has committed every offset (the
+  sink commits offsets only for rows in committed table files), including consuming, decoding,
+  converting, writing and its exactly-once commit protocol.
+
+The ratio is sink rows/s over direct rows/s (target: at least 0.8x for B >= 10,000). Then the
+source: ``spark.read.format("streams")`` of the whole topic into Spark's ``noop`` sink, and
+``spark.readStream`` with ``trigger(availableNow=True)`` into ``noop``, rows/s each.
+
+Every process started is stopped on exit. Exit status: 0 when every measurement ran (a missed
+target is reported, not failed), 1 when one failed, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import platform
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench_common import Processes, free_port, raise_on_sigterm
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT))
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
+
+TARGET = 0.8
+TOPIC = "spark-bench"
+PARTITIONS = 2
+_URLS = ["/", "/home", "/search", "/cart", "/checkout", "/product/1", "/help"]
+
+
+@dataclass
+class SinkRow:
+    batch: int
+    rows: int
+    direct_s: float
+    sink_s: float
+
+    @property
+    def ratio(self) -> float:
+        return self.direct_s / self.sink_s if self.sink_s else 0.0
+
+
+def make_row(n: int) -> dict[str, Any]:
+    return {"id": n, "user": f"User_{n % 97}", "url": _URLS[n % len(_URLS)],
+            "ms": 20 + n * 7 % 900, "score": (n % 1000) / 7.0, "ok": n % 3 != 0}
+
+
+# ------------------------------------------------------------------------------------------------
+# broker and data
+
+
+def start_broker(procs: Processes, work: Path) -> str:
+    port = free_port()
+    procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start", "--data-dir",
+                 str(work / "broker"), "--port", str(port)], work / "broker.log",
+                cwd=REPO_ROOT)
+    bootstrap = f"127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            asyncio.run(_metadata(bootstrap))
+            return bootstrap
+        except Exception:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"broker did not start; see {work / 'broker.log'}") from None
+            time.sleep(0.2)
+
+
+async def _metadata(bootstrap: str) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    await admin.close()
+
+
+async def produce(bootstrap: str, rows: int) -> None:
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+    await admin.start()
+    try:
+        await admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])
+    finally:
+        await admin.close()
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20,
+                                max_batch_size=512 * 1024)
+    await producer.start()
+    try:
+        encode = json.JSONEncoder(separators=(",", ":")).encode
+        for n in range(rows):
+            row = make_row(n)
+            await producer.send(TOPIC, encode(row).encode(), key=row["user"].encode())
+        await producer.flush()
+    finally:
+        await producer.stop()
+
+
+async def committed(bootstrap: str, group: str) -> int:
+    """Offsets committed by a consumer group over the topic's partitions."""
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                enable_auto_commit=False)
+    await consumer.start()
+    try:
+        total = 0
+        for p in range(PARTITIONS):
+            offset = await consumer.committed(TopicPartition(TOPIC, p))
+            total += offset or 0
+        return total
+    finally:
+        await consumer.stop()
+
+
+# ------------------------------------------------------------------------------------------------
+# measurements
+
+
+def direct_write(spark: Any, rows: int, batch: int, out: Path) -> float:
+    import pyarrow as pa
+
+    tables = [pa.Table.from_pylist([make_row(n) for n in range(start, min(rows, start + batch))])
+              for start in range(0, rows, batch)]
+    started = time.perf_counter()
+    for table in tables:
+        spark.createDataFrame(table).write.mode("append").parquet(str(out))
+    elapsed = time.perf_counter() - started
+    written = spark.read.parquet(str(out)).count()
+    if written != rows:
+        raise RuntimeError(f"direct write: {written} rows instead of {rows}")
+    return elapsed
+
+
+def sink_write(worker: Any, bootstrap: str, spark: Any, rows: int, batch: int, out: Path,
+               name: str) -> float:
+    started = time.perf_counter()
+    worker.put_connector({
+        "name": name, "connector.class": "SparkSink", "topics": TOPIC, "tasks.max": "1",
+        "path": str(out), "flush.size": str(batch), "flush.interval.ms": "600000",
+    })
+    deadline = time.monotonic() + 600
+    while asyncio.run(committed(bootstrap, f"connect-{name}")) < rows:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"sink {name}: not every offset committed after 600 s")
+        time.sleep(0.1)
+    elapsed = time.perf_counter() - started
+    worker.delete_connector(name)
+    written = spark.read.parquet(str(out)).count()
+    if written != rows:
+        raise RuntimeError(f"sink {name}: {written} rows instead of {rows}")
+    return elapsed
+
+
+def source_reads(spark: Any, bootstrap: str, rows: int, work: Path) -> dict[str, float]:
+    def reader(read: Any) -> Any:
+        return (read.format("streams").option("kafka.bootstrap.servers", bootstrap)
+                .option("subscribe", TOPIC).option("startingOffsets", "earliest"))
+
+    started = time.perf_counter()
+    reader(spark.read).load().write.format("noop").mode("overwrite").save()
+    batch_s = time.perf_counter() - started
+    started = time.perf_counter()
+    query = (reader(spark.readStream).load().writeStream.format("noop")
+             .option("checkpointLocation", str(work / "source-checkpoint"))
+             .trigger(availableNow=True).start())
+    query.awaitTermination()
+    stream_s = time.perf_counter() - started
+    read = sum(p["numInputRows"] for p in query.recentProgress)
+    if read != rows:
+        raise RuntimeError(f"streaming read: {read} rows instead of {rows}")
+    return {"batch_rows_per_s": rows / batch_s, "stream_rows_per_s": rows / stream_s}
+
+
+def worker_in_process(bootstrap: str, work: Path) -> Any:
+    from connect.runtime.background import BackgroundWorker
+    from connect.runtime.config import WorkerConfig
+    from connect.runtime.standalone import StandaloneWorker
+
+    config = WorkerConfig.parse({
+        "bootstrap.servers": bootstrap, "listeners": "http://127.0.0.1:0",
+        "offset.storage.file.filename": str(work / "connect.offsets"),
+        "offset.flush.interval.ms": "100",
+        "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false",
+    })
+    return BackgroundWorker(StandaloneWorker(config)).start()
+
+
+# ------------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--batches", type=int, nargs="+", default=[10_000, 50_000])
+    parser.add_argument("--json", type=Path, help="write the results here too")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
+    work = Path(tempfile.mkdtemp(prefix="spark-perf-"))
+    procs = Processes()
+    worker = None
+    try:
+        from streams.spark import get_spark_session
+
+        bootstrap = start_broker(procs, work)
+        asyncio.run(produce(bootstrap, args.rows))
+        print(f"{args.rows:,} rows in {TOPIC} ({PARTITIONS} partitions); starting Spark",
+              flush=True)
+        spark = get_spark_session("local[2]", app_name="spark-perf")
+        spark.sparkContext.setLogLevel("ERROR")
+        worker = worker_in_process(bootstrap, work)
+        # Warm-up: the first Spark jobs and Python workers cost seconds that belong to neither.
+        direct_write(spark, 20_000, 10_000, work / "warmup")
+        results = []
+        for batch in args.batches:
+            direct_s = direct_write(spark, args.rows, batch, work / f"direct-{batch}")
+            sink_s = sink_write(worker, bootstrap, spark, args.rows, batch, work / f"sink-{batch}",
+                                f"bench-sink-{batch}")
+            results.append(SinkRow(batch, args.rows, direct_s, sink_s))
+        source = source_reads(spark, bootstrap, args.rows, work)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        print(f"spark_perf failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if worker is not None:
+            worker.stop()
+        procs.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\nmachine: {platform.platform()}, Spark {spark.version}, {args.rows:,} rows")
+    print(f"{'batch':>8} {'direct rows/s':>14} {'sink rows/s':>12} {'sink/direct':>12}  target")
+    for row in results:
+        verdict = "pass" if row.ratio >= TARGET else "short"
+        print(f"{row.batch:>8,} {row.rows / row.direct_s:>14,.0f} {row.rows / row.sink_s:>12,.0f} "
+              f"{row.ratio:>11.2f}x  >= {TARGET}x: {verdict}")
+    print(f"source: spark.read {source['batch_rows_per_s']:,.0f} rows/s, "
+          f"readStream availableNow {source['stream_rows_per_s']:,.0f} rows/s")
+    if args.json:
+        args.json.write_text(json.dumps({
+            "rows": args.rows, "sink": [asdict(r) | {"ratio": r.ratio} for r in results],
+            "source": source}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,341 @@
+"""The SparkSink commit protocol: staged files, an atomic commit log, roll-forward (no Spark here).
+
+Layout under the table directory ``<path>``::
+
+    _streams_staging/<connector>-<task>-<uuid>/...   one directory per flush (Spark writes here)
+    _streams_sink/commits/00000000000000000001.json  the commit log, one entry per flush
+    col=value/part-...parquet                        committed data files (what readers see)
+
+Spark skips ``_``-prefixed names (but not ``_date=...`` partition directories) when it lists a
+table, so staged files and the log are invisible to ``spark.read.parquet(path)``.
+
+**Why a flush is exactly-once.** A flush (1) writes its rows into a fresh staging directory and
+fsyncs them, (2) publishes a commit entry — listing the files, their final names and, per
+topic-partition, the next offset the flush covers — by writing a temp file, fsyncing it and
+``os.link``-ing it to the next sequence number (``link`` fails if that name exists, so concurrent
+writers never overwrite each other; an entry is visible only once complete, so a torn temp file
+never counts), then (3) renames the files into the table. The entry is the commit point:
+
+* crash before the entry exists: the staging directory is an orphan. The task deletes it at its
+  next start; the log does not cover those offsets, so the task rewinds the consumer to the last
+  committed offset and the rows are written again, once;
+* crash after the entry, during the renames: the next start *rolls forward* every entry whose
+  files are still in staging (rename is atomic, so repeating it is idempotent);
+* crash after the renames, before Kafka's group offset is committed: the log, not the group, is
+  the source of truth. ``open`` rewinds each partition to the log's next offset and ``put`` drops
+  anything below it.
+
+Offsets for a partition only grow in the log (max per partition), and a writer whose rows overlap
+an offset range committed concurrently by another writer (a zombie task) gets
+:class:`CommitConflict` instead of committing duplicates.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("connect.spark.commit_log")
+
+STAGING_DIR = "_streams_staging"
+SINK_DIR = "_streams_sink"
+COMMITS_DIR = "commits"
+FORMAT_VERSION = 1
+_ENTRY_NAME = re.compile(r"^(\d{20})\.json$")
+_UUID_HEX = "[0-9a-f]{32}"
+
+TP = tuple[str, int]
+
+
+class CommitLogError(Exception):
+    """The commit log cannot be read or trusted (e.g. a corrupt entry)."""
+
+
+class CommitConflict(CommitLogError):
+    """Another writer committed an overlapping offset range or a different table schema first."""
+
+
+def writer_prefix(connector: str, task: int) -> str:
+    """The staging-directory prefix of one task (connector names are made path-safe)."""
+    return f"{re.sub(r'[^A-Za-z0-9._-]', '_', connector)}-{int(task)}-"
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A data file of a flush: where it was staged and its final place (both relative)."""
+
+    staging: str
+    final: str
+
+
+@dataclass(frozen=True)
+class CommitEntry:
+    """One committed flush. ``offsets``/``start_offsets``: ``{(topic, partition): offset}``."""
+
+    writer: str
+    connector: str
+    task: int
+    files: tuple[DataFile, ...]
+    rows: int
+    offsets: dict[TP, int]
+    start_offsets: dict[TP, int] = field(default_factory=dict)
+    schema: dict[str, Any] | None = None
+    partition_by: tuple[str, ...] = ()
+    sequence: int = 0
+
+    @property
+    def staging_dir(self) -> str:
+        return f"{STAGING_DIR}/{self.writer}"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "version": FORMAT_VERSION, "sequence": self.sequence, "writer": self.writer,
+            "connector": self.connector, "task": self.task, "rows": self.rows,
+            "files": [{"staging": f.staging, "final": f.final} for f in self.files],
+            "offsets": _nest(self.offsets), "start_offsets": _nest(self.start_offsets),
+            "created_ms": int(time.time() * 1000),
+        }
+        if self.schema is not None:
+            out["schema"] = self.schema
+            out["partition_by"] = list(self.partition_by)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Any, sequence: int) -> CommitEntry:
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(f"unknown format version {data.get('version')!r}")
+        if data.get("sequence") != sequence:
+            raise ValueError(f"sequence {data.get('sequence')!r} does not match the file name")
+        files = tuple(DataFile(_relative(f["staging"]), _relative(f["final"]))
+                      for f in data["files"])
+        schema = data.get("schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise ValueError("schema is not an object")
+        return cls(str(data["writer"]), str(data["connector"]), int(data["task"]), files,
+                   int(data["rows"]), _flat(data["offsets"]), _flat(data.get("start_offsets", {})),
+                   schema, tuple(data.get("partition_by", ())), sequence)
+
+
+def _nest(offsets: Mapping[TP, int]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        out.setdefault(topic, {})[str(partition)] = int(offset)
+    return out
+
+
+def _flat(nested: Any) -> dict[TP, int]:
+    if not isinstance(nested, dict):
+        raise ValueError("offsets are not an object")
+    return {(str(topic), int(p)): int(o) for topic, parts in nested.items()
+            for p, o in parts.items()}
+
+
+def _relative(path: Any) -> str:
+    text = str(path)
+    if not text or text.startswith("/") or ".." in Path(text).parts:
+        raise ValueError(f"file path {text!r} is not relative to the table")
+    return text
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def fsync_tree(files: Iterable[Path]) -> None:
+    """Make data files and the directories naming them durable before an entry refers to them."""
+    dirs: set[Path] = set()
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        dirs.add(path.parent)
+    for directory in dirs:
+        _fsync_dir(directory)
+
+
+@dataclass
+class RecoveryReport:
+    rolled_forward: list[int] = field(default_factory=list)
+    orphans_deleted: list[str] = field(default_factory=list)
+
+
+class CommitLog:
+    """The commit log of one table directory; safe to share between tasks and processes.
+
+    Entries are read incrementally (:meth:`refresh`); ``offsets`` is the max committed next offset
+    per topic-partition over all entries, ``schema`` the table schema of the first entry that
+    has one.
+    """
+
+    def __init__(self, table_dir: str | os.PathLike[str]) -> None:
+        self.table_dir = Path(table_dir)
+        self.staging_root = self.table_dir / STAGING_DIR
+        self.commits_dir = self.table_dir / SINK_DIR / COMMITS_DIR
+        self.commits_dir.mkdir(parents=True, exist_ok=True)
+        self.staging_root.mkdir(parents=True, exist_ok=True)
+        self.entries: list[CommitEntry] = []
+        self.offsets: dict[TP, int] = {}
+        self.schema: dict[str, Any] | None = None
+        self.partition_by: tuple[str, ...] = ()
+        self._loaded = False
+
+    # -- reading -------------------------------------------------------------------------------
+    def entry_path(self, sequence: int) -> Path:
+        return self.commits_dir / f"{sequence:020d}.json"
+
+    @property
+    def last_sequence(self) -> int:
+        return self.entries[-1].sequence if self.entries else 0
+
+    def _read(self, sequence: int) -> CommitEntry | None:
+        path = self.entry_path(sequence)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            return CommitEntry.from_json(json.loads(raw), sequence)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CommitLogError(
+                f"corrupt SparkSink commit log entry {path} ({len(raw)} bytes): {exc}. Entries "
+                "are written to a temp file, fsynced and then linked, so a torn write never "
+                "becomes an entry: this file was damaged afterwards. Check the data files it "
+                "lists, then repair or remove it by hand; the sink will not guess.") from None
+
+    def _add(self, entry: CommitEntry) -> None:
+        self.entries.append(entry)
+        for tp, offset in entry.offsets.items():
+            if offset > self.offsets.get(tp, -1):
+                self.offsets[tp] = offset
+        if self.schema is None and entry.schema is not None:
+            self.schema = entry.schema
+            self.partition_by = entry.partition_by
+
+    def refresh(self) -> list[CommitEntry]:
+        """Read entries committed since the last call (by anyone); returns the new ones."""
+        new: list[CommitEntry] = []
+        if not self._loaded:
+            sequences = sorted(int(m.group(1)) for name in os.listdir(self.commits_dir)
+                               if (m := _ENTRY_NAME.match(name)))
+            expected = 1
+            for sequence in sequences:
+                if sequence != expected:
+                    raise CommitLogError(f"SparkSink commit log {self.commits_dir} has a gap: "
+                                         f"entry {expected} is missing before {sequence}")
+                expected += 1
+            self._loaded = True
+        while (entry := self._read(self.last_sequence + 1)) is not None:
+            self._add(entry)
+            new.append(entry)
+        return new
+
+    # -- writing -------------------------------------------------------------------------------
+    def new_writer(self, connector: str, task: int) -> str:
+        """A fresh staging directory name for one flush of ``connector`` task ``task``."""
+        return writer_prefix(connector, task) + uuid.uuid4().hex
+
+    def commit(self, entry: CommitEntry) -> CommitEntry:
+        """Publish ``entry`` atomically at the next free sequence number; returns it numbered.
+
+        The entry keeps its schema only if it is the first with one. Raises
+        :class:`CommitConflict` if a concurrent writer already committed one of its partitions
+        past the entry's start offset, or fixed a different schema.
+        """
+        tmp = self.commits_dir / f".tmp-{entry.writer}.json"
+        while True:
+            self.refresh()
+            self._check_conflicts(entry)
+            sequence = self.last_sequence + 1
+            numbered = CommitEntry(
+                entry.writer, entry.connector, entry.task, entry.files, entry.rows,
+                dict(entry.offsets), dict(entry.start_offsets),
+                entry.schema if self.schema is None else None,
+                entry.partition_by, sequence)
+            with open(tmp, "wb") as handle:
+                handle.write(json.dumps(numbered.to_json(), separators=(",", ":")).encode())
+                handle.flush()
+                os.fsync(handle.fileno())
+            try:
+                os.link(tmp, self.entry_path(sequence))
+            except FileExistsError:
+                continue  # someone took this number: read their entry, check again, retry
+            finally:
+                tmp.unlink(missing_ok=True)
+            _fsync_dir(self.commits_dir)
+            self._add(numbered)
+            return numbered
+
+    def _check_conflicts(self, entry: CommitEntry) -> None:
+        overlap = {tp: self.offsets[tp] for tp, start in entry.start_offsets.items()
+                   if self.offsets.get(tp, -1) > start}
+        if overlap:
+            raise CommitConflict(f"offsets already committed by another writer: {overlap}")
+        if entry.schema is not None and self.schema is not None and entry.schema != self.schema:
+            raise CommitConflict("another writer fixed a different table schema first")
+
+    # -- applying and recovery -----------------------------------------------------------------
+    def apply(self, entry: CommitEntry) -> bool:
+        """Move ``entry``'s staged files to their final place (idempotent); True if it moved any."""
+        moved = False
+        parents: set[Path] = set()
+        for data_file in entry.files:
+            source = self.table_dir / data_file.staging
+            target = self.table_dir / data_file.final
+            if not source.exists():
+                if not target.exists():
+                    log.error("commit %d: data file %s is neither staged nor in place",
+                              entry.sequence, data_file.final)
+                continue
+            target.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                os.rename(source, target)
+                moved = True
+                parents.add(target.parent)
+            except FileNotFoundError:
+                if not target.exists():  # not a concurrent roll-forward that won the race
+                    raise
+        for directory in parents:
+            _fsync_dir(directory)
+        shutil.rmtree(self.table_dir / entry.staging_dir, ignore_errors=True)
+        return moved
+
+    def recover(self, connector: str, task: int) -> RecoveryReport:
+        """At task start: roll forward entries still in staging, delete this task's orphans."""
+        self.refresh()
+        report = RecoveryReport()
+        referenced = set()
+        for entry in self.entries:
+            referenced.add(entry.writer)
+            if (self.table_dir / entry.staging_dir).exists() and self.apply(entry):
+                report.rolled_forward.append(entry.sequence)
+                log.warning("rolled forward commit %d of %s (files were still staged)",
+                            entry.sequence, entry.writer)
+        mine = re.compile(re.escape(writer_prefix(connector, task)) + _UUID_HEX + "$")
+        for name in sorted(os.listdir(self.staging_root)):
+            if mine.match(name) and name not in referenced:
+                shutil.rmtree(self.staging_root / name, ignore_errors=True)
+                report.orphans_deleted.append(name)
+                log.warning("deleted staging directory %s of an uncommitted flush", name)
+        for name in os.listdir(self.commits_dir):
+            if name.startswith(".tmp-") and mine.match(name[5:-5]):
+                with contextlib.suppress(FileNotFoundError):
+                    (self.commits_dir / name).unlink()
+        return report

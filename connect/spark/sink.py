@@ -1,0 +1,607 @@
+"""SparkSink: write topics into a Spark (Parquet) table, exactly once.
+
+Records are buffered per topic-partition as Arrow batches and written by Spark in flushes
+(``flush.size`` rows, or a buffer older than ``flush.interval.ms``, or on close/stop). Each flush
+goes through the commit protocol of :mod:`connect.spark.commit_log`: staged files, an atomic
+commit-log entry carrying the offsets, then renames into the table. The commit log, not the
+consumer group, is the record of what was written: ``open`` rewinds to it, ``put`` drops what it
+already covers and ``pre_commit`` reports only offsets it covers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import re
+import shutil
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from connect.api import ConnectException, SinkConnector, SinkTask, TopicPartition
+from connect.config_def import (
+    ConfigDef,
+    ConfigException,
+    ConfigType,
+    ConfigValue,
+    Importance,
+    Range,
+    non_empty_string,
+)
+from connect.data import DataException
+from connect.records import SinkRecord
+from connect.spark import schema as sch
+from connect.spark.commit_log import (
+    STAGING_DIR,
+    TP,
+    CommitConflict,
+    CommitEntry,
+    CommitLog,
+    DataFile,
+    fsync_tree,
+)
+
+log = logging.getLogger("connect.spark.sink")
+
+PATH, TABLE, MASTER = "path", "table", "spark.master"
+FLUSH_SIZE, FLUSH_INTERVAL = "flush.size", "flush.interval.ms"
+PARTITION_BY, MODEL, INCLUDE_KEY = "partition.by", "value.schema.model", "include.key"
+TASK_ID = "task.id"
+_ONE_FILE_ROWS = 1_000_000
+_TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
+_COLUMN = re.compile(r"^[^/=\\\s]+$")
+
+
+# -- configuration ----------------------------------------------------------------------------
+def local_path(value: str) -> Path:
+    """A plain or ``file:`` path as a local path; other URL schemes are refused."""
+    parsed = urlparse(value)
+    if parsed.scheme == "file":
+        return Path(parsed.path)
+    if parsed.scheme and len(parsed.scheme) > 1:
+        raise ValueError(f"'{value}' is not a local path: the commit protocol renames files, so "
+                         "the table must be on a local or mounted filesystem")
+    return Path(value).expanduser()
+
+
+def _valid_path(name: str, value: Any) -> None:
+    if value is not None:
+        non_empty_string(name, value)
+        local_path(str(value))
+
+
+def _valid_table(name: str, value: Any) -> None:
+    if value is not None and not _TABLE_NAME.match(str(value)):
+        raise ConfigException(f"Invalid value {value} for configuration {name}: expected a table "
+                              "name like 'events' or 'db.events'")
+
+
+def _valid_partition_by(name: str, value: Any) -> None:
+    for column in value or []:
+        if not _COLUMN.match(column):
+            raise ConfigException(f"Invalid value {column} for configuration {name}: a column "
+                                  "name may not contain '/', '=' or whitespace")
+
+
+def load_model(target: str) -> type:
+    """The pydantic model class named ``module:Class`` (or ``module.Class``)."""
+    from pydantic import BaseModel
+
+    module_name, _, attr = target.partition(":") if ":" in target else target.rpartition(".")
+    if not module_name or not attr:
+        raise ValueError(f"'{target}' is not of the form module:Class")
+    obj: Any = importlib.import_module(module_name)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    if not (isinstance(obj, type) and issubclass(obj, BaseModel)):
+        raise ValueError(f"'{target}' is not a pydantic model class")
+    return obj
+
+
+def _valid_model(name: str, value: Any) -> None:
+    if value is not None:
+        load_model(str(value))
+
+
+CONFIG_DEF = (
+    ConfigDef()
+    .define(PATH, ConfigType.STRING, None, _valid_path, Importance.HIGH,
+            "Parquet table directory (local or mounted filesystem); spark.read.parquet(path) "
+            "returns exactly the committed rows. With 'table', the table's LOCATION.",
+            group="Table", order_in_group=1)
+    .define(TABLE, ConfigType.STRING, None, _valid_table, Importance.HIGH,
+            "Metastore table name (created USING parquet if missing; refreshed after commits).",
+            group="Table", order_in_group=2)
+    .define(PARTITION_BY, ConfigType.LIST, "", _valid_partition_by, Importance.MEDIUM,
+            "Comma-separated partition columns (Hive-style col=value directories). '_date' is "
+            "the UTC date of the record's Kafka timestamp.", group="Table", order_in_group=3)
+    .define(MODEL, ConfigType.STRING, None, _valid_model, Importance.MEDIUM,
+            "Optional module:Class of a pydantic model defining the table's value columns; "
+            "records that fail validation go to the errant record reporter.",
+            group="Table", order_in_group=4)
+    .define(INCLUDE_KEY, ConfigType.BOOLEAN, False, None, Importance.LOW,
+            "Add the record key as column _key.", group="Table", order_in_group=5)
+    .define(MASTER, ConfigType.STRING, "local[*]", non_empty_string, Importance.MEDIUM,
+            "Spark master or Spark Connect URL (sc://...); an active session is reused.",
+            group="Spark", order_in_group=1)
+    .define(FLUSH_SIZE, ConfigType.INT, 10000, Range.at_least(1), Importance.MEDIUM,
+            "Rows buffered before a write (checked after each put; a put delivering more is "
+            "written whole).", group="Spark", order_in_group=2)
+    .define(FLUSH_INTERVAL, ConfigType.LONG, 10000, Range.at_least(0), Importance.MEDIUM,
+            "A non-empty buffer older than this (ms) is written.", group="Spark",
+            order_in_group=3)
+)
+
+
+def validate_config(props: dict[str, Any]) -> list[ConfigValue]:
+    """Per-key results, plus the cross-key rule that 'path' or 'table' is set."""
+    values = CONFIG_DEF.validate(props)
+    by_name = {v.name: v for v in values}
+    if not by_name[PATH].value and not by_name[TABLE].value \
+            and not by_name[PATH].errors and not by_name[TABLE].errors:
+        message = ("SparkSink needs a destination: set \"path\" (a Parquet table directory) or "
+                   "\"table\" (a metastore table name), or both")
+        by_name[PATH].errors.append(message)
+        by_name[TABLE].errors.append(message)
+    return values
+
+
+def parse_config(props: dict[str, Any]) -> dict[str, Any]:
+    values = validate_config(props)
+    errors = list(dict.fromkeys(e for v in values for e in v.errors))
+    if errors:
+        raise ConfigException("; ".join(errors))
+    return {v.name: v.value for v in values}
+
+
+class SparkSinkConnector(SinkConnector):
+    def start(self, props: dict[str, str]) -> None:
+        parse_config(props)
+        self.props = dict(props)
+
+    def task_class(self) -> type:
+        return SparkSinkTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [{**self.props, TASK_ID: str(i)} for i in range(max_tasks)]
+
+    def config_def(self) -> ConfigDef:
+        return CONFIG_DEF
+
+    def validate(self, props: dict[str, str]) -> list[ConfigValue]:
+        return validate_config(props)
+
+    def alter_offsets(self, props: dict[str, str], offsets: dict) -> bool:
+        raise ConnectException(
+            "SparkSink keeps its offsets in the table's commit log (<path>/_streams_sink) and "
+            "rewinds the consumer to it when partitions are assigned, so changing the consumer "
+            "group's offsets would have no effect. To re-ingest, write to a new path or table.")
+
+
+# -- the task ---------------------------------------------------------------------------------
+@dataclass
+class _Buffer:
+    """What one topic-partition has buffered since its last flush."""
+
+    batches: list[pa.RecordBatch] = field(default_factory=list)
+    raw: list[SinkRecord] = field(default_factory=list)  # kept while the schema is provisional
+    start: int | None = None  # first offset covered
+    next: int | None = None  # next offset covered (bad records included)
+
+    def rows(self, converted: bool) -> int:
+        return sum(b.num_rows for b in self.batches) if converted else len(self.raw)
+
+
+class SparkSinkTask(SinkTask):
+    """See the module docstring; all methods are serialised by one lock (the worker may call
+    ``open`` from its rebalance callback while ``put`` runs in a thread)."""
+
+    def start(self, props: dict[str, str]) -> None:
+        from streams.spark import get_spark_session
+
+        cfg = parse_config(props)
+        self.connector = props.get("name") or "spark-sink"
+        self.task_id = int(props.get(TASK_ID, "0") or 0)
+        self.flush_size: int = cfg[FLUSH_SIZE]
+        self.interval = cfg[FLUSH_INTERVAL] / 1000
+        self.partition_by: list[str] = cfg[PARTITION_BY]
+        self.include_key: bool = cfg[INCLUDE_KEY]
+        self.model = load_model(cfg[MODEL]) if cfg[MODEL] else None
+        self.table_name: str | None = cfg[TABLE]
+        self.lock = threading.RLock()
+        self.buffers: dict[TP, _Buffer] = {}
+        self.floor: dict[TP, int] = {}
+        self.pending: list[Future[Any]] = []
+        self.warned: set[str] = set()
+        self.buffer_since: float | None = None
+        self.timer: threading.Timer | None = None
+        self.builder: sch.BatchBuilder | None = None
+        self.provisional = False
+        self.dropped = 0
+        self.table_ready = False
+        self.spark = get_spark_session(cfg[MASTER])
+        path = local_path(cfg[PATH]) if cfg[PATH] else self._table_location()
+        self.log = CommitLog(path.resolve())
+        report = self.log.recover(self.connector, self.task_id)
+        if report.rolled_forward or report.orphans_deleted:
+            log.warning("%s-%d: recovery rolled forward commits %s, deleted staged flushes %s",
+                        self.connector, self.task_id, report.rolled_forward,
+                        report.orphans_deleted)
+        if self.log.schema is not None:
+            self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
+        elif self.model is not None:
+            self._set_struct(sch.table_struct(sch.model_struct(self.model), self._key_type(),
+                                              sch.DATE in self.partition_by))
+        elif self._table_exists():
+            self._set_struct(self.spark.table(self.table_name).schema)
+        if self.builder is not None and self.log.entries:
+            self._ensure_table()
+
+    # -- schema ----------------------------------------------------------------------------------
+    def _key_type(self, records: list[SinkRecord] | None = None) -> Any:
+        if not self.include_key:
+            return None
+        if any(isinstance(r.key, bytes | bytearray) for r in records or []):
+            return sch.BinaryType()
+        return sch.StringType()
+
+    def _set_struct(self, struct: sch.StructType, from_log: bool = False) -> None:
+        missing = [c for c in self.partition_by if c not in struct.names]
+        if missing:
+            raise ConnectException(f"partition.by columns {missing} are not columns of the table "
+                                   f"(columns: {', '.join(struct.names)})")
+        if from_log and list(self.log.partition_by) != self.partition_by:
+            raise ConnectException(
+                f"partition.by={','.join(self.partition_by)} differs from the table's "
+                f"{','.join(self.log.partition_by) or '(none)'} fixed in {self.log.commits_dir}")
+        self.builder = sch.BatchBuilder(struct)
+
+    def _fix_schema(self) -> None:
+        """First flush without a known schema: infer it from everything buffered."""
+        self.log.refresh()
+        if self.log.schema is not None:
+            self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
+        else:
+            acc = sch.ValueTypeAccumulator()
+            raw = [r for buf in self.buffers.values() for r in buf.raw]
+            for r in raw:
+                acc.add(r.value, r.value.schema if isinstance(r.value, sch.Struct)
+                        else r.value_schema)
+            self._set_struct(sch.table_struct(acc.struct(), self._key_type(raw),
+                                              sch.DATE in self.partition_by))
+            self.provisional = True
+            log.info("%s-%d: inferred table schema %s", self.connector, self.task_id,
+                     self.builder.struct.simpleString() if self.builder else "")
+        self._rebuild_batches()
+
+    def _rebuild_batches(self) -> None:
+        for tp, buf in self.buffers.items():
+            batch = self._convert(tp, buf.raw) if buf.raw else None
+            buf.batches = [batch] if batch is not None and batch.num_rows else []
+
+    # -- records ---------------------------------------------------------------------------------
+    def put(self, records: list[SinkRecord]) -> None:
+        with self.lock:
+            groups: dict[TP, list[SinkRecord]] = {}
+            floor = self.floor
+            for r in records:
+                tp = (r.original_topic, r.original_kafka_partition)
+                offset = r.original_kafka_offset
+                if offset < floor.get(tp, -1):
+                    self.dropped += 1  # already committed, or redelivered after a rewind
+                    continue
+                floor[tp] = offset + 1
+                groups.setdefault(tp, []).append(r)
+            for tp, group in groups.items():
+                buf = self.buffers.setdefault(tp, _Buffer())
+                if self.builder is not None:
+                    batch = self._convert(tp, group)
+                    if batch is not None and batch.num_rows:
+                        buf.batches.append(batch)
+                if self.builder is None or self.provisional:
+                    buf.raw.extend(group)  # until the table schema is committed
+                if buf.start is None:
+                    buf.start = group[0].original_kafka_offset
+                buf.next = group[-1].original_kafka_offset + 1
+            if groups and self.buffer_since is None:
+                self.buffer_since = time.monotonic()
+                self._arm_timer()
+            if self._due():
+                self._flush(None)
+
+    def _convert(self, tp: TP, records: list[SinkRecord]) -> pa.RecordBatch | None:
+        """An Arrow batch of ``records`` (one topic-partition); bad ones go to the reporter."""
+        builder = self.builder
+        assert builder is not None
+        good: list[SinkRecord] = []
+        values: list[dict[str, Any]] = []
+        if self.model is not None:
+            for r in records:
+                try:
+                    row = self.model.model_validate(sch.value_columns(r.value))
+                except Exception as exc:
+                    self._errant(r, f"does not match {self.model.__name__}: {exc}")
+                    continue
+                good.append(r)
+                values.append(row.model_dump(by_alias=True))
+        else:
+            good = records
+            values = [sch.value_columns(r.value) for r in records]
+            names = builder.value_names
+            for v in values:
+                if not v.keys() <= names:
+                    self._warn_unknown(v.keys() - names)
+        if not good:
+            return None
+        batch, bad = builder.build(
+            values, [r.key for r in good] if builder.key_type is not None else [], tp[0], tp[1],
+            [r.original_kafka_offset for r in good], [r.timestamp for r in good])
+        for i, message in bad.items():
+            self._errant(good[i], message)
+        return batch
+
+    def _warn_unknown(self, fields: set[str]) -> None:
+        new = fields - self.warned
+        if new:
+            self.warned |= new
+            log.warning("%s-%d: fields %s are not columns of the table (schema fixed in %s); "
+                        "they are dropped", self.connector, self.task_id, sorted(new),
+                        self.log.commits_dir)
+
+    def _errant(self, record: SinkRecord, message: str) -> None:
+        error = DataException(f"SparkSink cannot write record {record.original_topic}-"
+                              f"{record.original_kafka_partition}@{record.original_kafka_offset}: "
+                              f"{message}")
+        reporter = self.context.errant_record_reporter() if hasattr(self, "context") else None
+        if reporter is None:
+            raise ConnectException(f"{error}. Set errors.tolerance=all (and optionally "
+                                   "errors.deadletterqueue.topic.name) to skip such records.")
+        result = reporter.report(record, error)
+        if isinstance(result, Future):
+            self.pending.append(result)
+
+    # -- flushing --------------------------------------------------------------------------------
+    def _due(self) -> bool:
+        if self.buffer_since is None:
+            return False
+        converted = self.builder is not None
+        rows = sum(b.rows(converted) for b in self.buffers.values())
+        return rows >= self.flush_size or time.monotonic() - self.buffer_since >= self.interval
+
+    def _arm_timer(self) -> None:
+        if self.timer is None and self.interval > 0 and hasattr(self, "context"):
+            self.timer = threading.Timer(self.interval, self.context.request_commit)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def _disarm_timer(self) -> None:
+        if self.timer is not None:
+            self.timer.cancel()
+            self.timer = None
+
+    def _flush(self, only: list[TP] | None) -> None:
+        selected = [tp for tp in (self.buffers if only is None else only)
+                    if tp in self.buffers and self.buffers[tp].next is not None]
+        if not selected:
+            return
+        began = time.monotonic()
+        if self.builder is None:
+            self._fix_schema()
+        for future in self.pending:  # bad records reach the DLQ before their offsets commit
+            future.result(timeout=120)
+        self.pending.clear()
+        entry = None
+        for _attempt in range(5):
+            self.log.refresh()
+            self._drop_committed(selected)
+            assert self.builder is not None
+            if self.provisional and self.log.schema is not None \
+                    and self.log.schema != self.builder.struct.jsonValue():
+                log.warning("%s-%d: another task fixed the table schema first; converting to it",
+                            self.connector, self.task_id)
+                self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
+                self._rebuild_batches()
+            selected = [tp for tp in selected if self.buffers[tp].next is not None]
+            if not selected:
+                self._reset_timer_if_idle()
+                return
+            entry = self._write_and_commit(selected)
+            if entry is not None:
+                break
+        else:
+            raise ConnectException("SparkSink could not commit after 5 attempts (conflicting "
+                                   "writers on the same table and partitions?)")
+        # Committed: these rows are the table's now, whatever happens next (if a rename fails,
+        # the task fails and the next start rolls the entry forward).
+        for tp in selected:
+            self.buffers.pop(tp, None)
+        self._reset_timer_if_idle()
+        if self.provisional:
+            self.provisional = False
+            for buf in self.buffers.values():
+                buf.raw = []
+        if entry.files:
+            self.log.apply(entry)
+        self._ensure_table()
+        if self.table_name is not None and entry.files:
+            self._refresh_table()
+        log.info("%s-%d: committed %d rows in %d files as entry %d (%.2fs)", self.connector,
+                 self.task_id, entry.rows, len(entry.files), entry.sequence,
+                 time.monotonic() - began)
+
+    def _reset_timer_if_idle(self) -> None:
+        if not any(b.next is not None for b in self.buffers.values()):
+            self.buffer_since = None
+            self._disarm_timer()
+
+    def _drop_committed(self, selected: list[TP]) -> None:
+        """Zombie guard: drop rows another writer has committed meanwhile for our partitions."""
+        for tp in selected:
+            buf = self.buffers[tp]
+            committed = self.log.offsets.get(tp)
+            if committed is None or buf.start is None or committed <= buf.start:
+                continue
+            log.warning("%s-%d: %s-%d was committed up to %d by another writer (a zombie task?);"
+                        " dropping our rows below it", self.connector, self.task_id, tp[0], tp[1],
+                        committed)
+            self.floor[tp] = max(self.floor.get(tp, -1), committed)
+            keep = [b.filter(pc.greater_equal(b.column(sch.OFFSET), committed))
+                    if sch.OFFSET in b.schema.names else b for b in buf.batches]
+            buf.batches = [b for b in keep if b.num_rows]
+            buf.raw = [r for r in buf.raw if r.original_kafka_offset >= committed]
+            if buf.next is not None and buf.next <= committed:
+                buf.start = buf.next = None
+            else:
+                buf.start = committed
+
+    def _write_and_commit(self, selected: list[TP]) -> CommitEntry | None:
+        """Stage, write and commit ``selected``; None after a conflict (staging removed)."""
+        assert self.builder is not None
+        batches = [b for tp in selected for b in self.buffers[tp].batches]
+        rows = sum(b.num_rows for b in batches)
+        writer = self.log.new_writer(self.connector, self.task_id)
+        files = self._write(pa.Table.from_batches(batches, self.builder.arrow_schema), writer) \
+            if rows else []
+        entry = CommitEntry(
+            writer, self.connector, self.task_id, tuple(files), rows,
+            {tp: self.buffers[tp].next for tp in selected},  # type: ignore[misc]
+            {tp: self.buffers[tp].start for tp in selected},  # type: ignore[misc]
+            self.builder.struct.jsonValue(), tuple(self.partition_by))
+        try:
+            return self.log.commit(entry)
+        except CommitConflict as exc:
+            log.warning("%s-%d: commit conflict, retrying: %s", self.connector, self.task_id, exc)
+            shutil.rmtree(self.log.staging_root / writer, ignore_errors=True)
+            return None
+
+    def _write(self, table: pa.Table, writer: str) -> list[DataFile]:
+        assert self.builder is not None
+        staging = self.log.staging_root / writer
+        try:
+            df = self.spark.createDataFrame(table.combine_chunks(), schema=self.builder.struct)
+            if table.num_rows <= _ONE_FILE_ROWS:
+                df = df.coalesce(1)  # one file per partition value and flush, as fast here
+            out = df.write.mode("append")
+            if self.partition_by:
+                out = out.partitionBy(*self.partition_by)
+            out.parquet(str(staging))
+        except Exception as exc:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise ConnectException(f"Spark could not write {table.num_rows} rows to {staging}: "
+                                   f"{exc}") from exc
+        files: list[DataFile] = []
+        paths: list[Path] = []
+        tag = writer[-12:]
+        for root, dirs, names in os.walk(staging):
+            dirs[:] = [d for d in dirs if not d.startswith((".", "_")) or "=" in d]
+            rel = Path(root).relative_to(staging)
+            for name in names:
+                if not name.startswith("part-") or name.endswith(".crc"):
+                    continue
+                stem, dot, rest = name.partition(".")
+                final = rel / f"{stem}-{tag}{dot}{rest}"
+                files.append(DataFile(f"{STAGING_DIR}/{writer}/{(rel / name).as_posix()}",
+                                      final.as_posix()))
+                paths.append(Path(root) / name)
+        fsync_tree(paths)
+        return files
+
+    # -- metastore table -------------------------------------------------------------------------
+    def _table_exists(self) -> bool:
+        return self.table_name is not None and bool(self.spark.catalog.tableExists(self.table_name))
+
+    def _table_location(self) -> Path:
+        assert self.table_name is not None
+        if self._table_exists():
+            rows = self.spark.sql(f"DESCRIBE TABLE EXTENDED {self.table_name}").collect()
+            location = next((r[1] for r in rows if r[0] == "Location"), None)
+            if location:
+                return local_path(location)
+        warehouse = local_path(self.spark.conf.get("spark.sql.warehouse.dir"))
+        parts = self.table_name.split(".")
+        if len(parts) > 1 and parts[-2].lower() != "default":
+            return warehouse / f"{parts[-2]}.db" / parts[-1]
+        return warehouse / parts[-1]
+
+    def _ensure_table(self) -> None:
+        if self.table_name is None or self.table_ready or self.builder is None:
+            return
+        if not self._table_exists():
+            struct = self.builder.struct
+            columns = ", ".join(f"{sch.quote(f.name)} {sch.ddl_type(f.dataType)}"
+                                for f in struct.fields)
+            partitioned = (" PARTITIONED BY (" + ", ".join(map(sch.quote, self.partition_by))
+                           + ")") if self.partition_by else ""
+            location = str(self.log.table_dir).replace("\\", "\\\\").replace("'", "\\'")
+            self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.table_name} ({columns}) USING "
+                           f"parquet{partitioned} LOCATION '{location}'")
+        self.table_ready = True
+        self._refresh_table()
+
+    def _refresh_table(self) -> None:
+        try:
+            if self.partition_by:
+                self.spark.sql(f"ALTER TABLE {self.table_name} RECOVER PARTITIONS")
+            self.spark.sql(f"REFRESH TABLE {self.table_name}")
+        except Exception as exc:  # the data is committed; readers just see it later
+            log.error("%s-%d: could not refresh table %s: %s", self.connector, self.task_id,
+                      self.table_name, exc)
+
+    # -- offsets and lifecycle -------------------------------------------------------------------
+    def open(self, partitions: list[TopicPartition]) -> None:
+        with self.lock:
+            self.log.refresh()
+            for tp in partitions:
+                key = (tp.topic, tp.partition)
+                buffered = self.buffers.get(key)
+                start = max(self.log.offsets.get(key, -1),
+                            buffered.next if buffered and buffered.next is not None else -1)
+                if start < 0:
+                    self.floor.pop(key, None)
+                    continue
+                self.floor[key] = start  # records below it may still arrive: put drops them
+                self.context.offset(TopicPartition(*key), start)
+
+    def pre_commit(self, current_offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
+        with self.lock:
+            if self._due():
+                self._flush(None)
+            wanted = {(tp[0], tp[1]) for tp in current_offsets}
+            return {TopicPartition(*tp): offset for tp, offset in self.log.offsets.items()
+                    if tp in wanted}
+
+    def flush(self, current_offsets: dict[TopicPartition, int]) -> None:
+        with self.lock:
+            self._flush(None)
+
+    def close(self, partitions: list[TopicPartition]) -> None:
+        with self.lock:
+            keys = [(tp.topic, tp.partition) for tp in partitions]
+            self._flush(keys)
+            for key in keys:
+                self.buffers.pop(key, None)
+                self.floor.pop(key, None)
+
+    def stop(self) -> None:
+        if not hasattr(self, "lock"):
+            return  # start failed
+        with self.lock:
+            self._disarm_timer()
+            try:
+                self._flush(None)
+            finally:
+                with contextlib.suppress(Exception):
+                    for future in self.pending:
+                        future.cancel()
+            if self.dropped:
+                log.info("%s-%d: dropped %d already-committed records after rewinds",
+                         self.connector, self.task_id, self.dropped)
