@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,33 +14,10 @@ from typing import Any
 
 from helpers import free_port, wait_until
 
+from connect.runtime.background import BackgroundWorker
 
-class ThreadedWorker:
-    """A standalone or distributed Connect worker running in a background thread."""
-
-    def __init__(self, process: Any) -> None:
-        self.process = process
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return self.process.url
-
-    def start(self) -> ThreadedWorker:
-        self.thread.start()
-        asyncio.run_coroutine_threadsafe(self.process.start(), self.loop).result(60)
-        return self
-
-    def stop(self) -> None:
-        if not self.thread.is_alive():
-            return
-        try:
-            asyncio.run_coroutine_threadsafe(self.process.stop(), self.loop).result(60)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(30)
-            self.loop.close()
+# A standalone or distributed Connect worker running in a background thread.
+ThreadedWorker = BackgroundWorker
 
 
 def standalone(tmp_path: Path, bootstrap: str, **extra: Any) -> ThreadedWorker:
