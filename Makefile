@@ -2,16 +2,17 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
+# compat mode puts the project on sys.path through a .pth file: Spark finds the top-level
+# pyspark_streams module (its data source discovery scans sys.path, which the default editable
+# mode's import hook does not show). A regular (non-editable) install needs nothing special.
+EDITABLE := --config-settings editable_mode=compat -e
 
-.PHONY: demo test lint bench bench-deps bench-broker bench-streams bench-connect clean
+.PHONY: demo test lint bench bench-deps bench-broker bench-streams bench-connect bench-spark clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	# compat mode puts the project on sys.path through a .pth file: Spark finds the top-level
-	# pyspark_streams module (its data source discovery scans sys.path, which the default
-	# editable mode's import hook does not show). A regular install needs nothing special.
-	$(PY) -m pip install -q -e '.[dev,spark]' --config-settings editable_mode=compat
+	$(PY) -m pip install -q $(EDITABLE) '.[dev,spark]'
 	touch $@
 
 demo: $(VENV)/.installed
@@ -30,10 +31,10 @@ test-external: $(VENV)/.installed
 lint: $(VENV)/.installed
 	$(PY) -m ruff check streams connect tests benchmarks examples
 
-bench: bench-broker bench-streams bench-connect
+bench: bench-broker bench-streams bench-connect bench-spark
 
 bench-deps: $(VENV)/.installed
-	$(PY) -m pip install -q -e '.[bench]'
+	$(PY) -m pip install -q $(EDITABLE) '.[bench]'
 
 bench-broker: bench-deps
 	$(PY) benchmarks/broker_perf.py
@@ -43,6 +44,9 @@ bench-streams: bench-deps
 
 bench-connect: bench-deps
 	$(PY) benchmarks/connect_perf.py
+
+bench-spark: $(VENV)/.installed
+	$(PY) benchmarks/spark_perf.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
