@@ -29,6 +29,21 @@ def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: fl
         time.sleep(interval)
 
 
+def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    """Create ``{topic: partitions}`` (replication 1) through the Kafka admin API."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    async def run() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+        finally:
+            await admin.close()
+
+    asyncio.run(run())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -8,19 +8,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from helpers import create_topics
 
-
-def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    async def run() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
-        finally:
-            await admin.close()
-
-    asyncio.run(run())
+__all__ = ["create_topics", "latest_by_key", "produce", "read_all"]
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]],

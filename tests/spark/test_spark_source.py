@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
-from helpers import wait_until
+from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, RecordsToDelete
+from helpers import create_topics, wait_until
 
 from streams.spark.kafka_read import DataLossError, Range, read_range
 from streams.spark.source import StreamsStreamReader
@@ -41,17 +41,8 @@ EXPECTED_COLUMNS = [
 # ---- producing ------------------------------------------------------------------------------
 
 
-async def _create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    try:
-        await admin.create_topics([NewTopic(topic, partitions, 1)])
-    finally:
-        await admin.close()
-
-
 def create_topic(bootstrap: str, topic: str, partitions: int = 3) -> None:
-    asyncio.run(_create_topic(bootstrap, topic, partitions))
+    create_topics(bootstrap, {topic: partitions})
 
 
 def admin_call(bootstrap: str, call: str, *args: Any) -> None:
