@@ -63,7 +63,9 @@ def test_two_workers_share_tasks_and_survive_sigkill(tmp_path: Path, broker) -> 
         ids_a, ids_b = url_a.removeprefix("http://"), url_b.removeprefix("http://")
         wait_until(lambda: set(task_workers(url_a, "gen").values()) == {ids_a, ids_b}, 60,
                    message="the two tasks on the two workers")
-        assert task_workers(url_b, "gen") == task_workers(url_a, "gen")
+        # Statuses reach each worker through the status topic: B may see them a moment later.
+        wait_until(lambda: task_workers(url_b, "gen") == task_workers(url_a, "gen"), 30,
+                   message="both workers report the same task placement")
 
         # Both workers answer reads and forward writes.
         code, body = http("PUT", url_a + "/connectors/gen/pause")
