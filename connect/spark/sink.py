@@ -6,6 +6,14 @@ goes through the commit protocol of :mod:`connect.spark.commit_log`: staged file
 commit-log entry carrying the offsets, then renames into the table. The commit log, not the
 consumer group, is the record of what was written: ``open`` rewinds to it, ``put`` drops what it
 already covers and ``pre_commit`` reports only offsets it covers.
+
+Once the table schema is fixed (committed), a due flush is handed to one background thread
+(:mod:`connect.spark.flusher`) and ``put`` returns: Spark writes while the worker fetches and
+converts the next records. One flush is in flight at a time (a second due flush waits: that is
+the backpressure), ``pre_commit`` reports only offsets of committed entries, so never those of the
+flush in flight, and ``open``/``flush``/``close``/``stop`` wait for it. A failed background flush
+fails the task at its next call and blocks every later commit, so its records are re-read after
+the restart. The first flush (schema inference) runs in the caller's thread.
 """
 
 from __future__ import annotations
@@ -49,6 +57,7 @@ from connect.spark.commit_log import (
     DataFile,
     fsync_tree,
 )
+from connect.spark.flusher import FlushThread
 
 log = logging.getLogger("connect.spark.sink")
 
@@ -203,7 +212,9 @@ class _Buffer:
 
 class SparkSinkTask(SinkTask):
     """See the module docstring; all methods are serialised by one lock (the worker may call
-    ``open`` from its rebalance callback while ``put`` runs in a thread)."""
+    ``open`` from its rebalance callback while ``put`` runs in a thread). The background flush
+    owns the buffers it was handed and ``self.log`` while it runs; it publishes the committed
+    offsets in ``self.committed`` (a dict replaced whole, so reading it needs no lock)."""
 
     def start(self, props: dict[str, str]) -> None:
         from streams.spark import get_spark_session
@@ -232,6 +243,8 @@ class SparkSinkTask(SinkTask):
         path = local_path(cfg[PATH]) if cfg[PATH] else self._table_location()
         self.log = CommitLog(path.resolve())
         report = self.log.recover(self.connector, self.task_id)
+        self.committed: dict[TP, int] = dict(self.log.offsets)
+        self.flusher = FlushThread(f"spark-sink-{self.task_id}-flush")
         if report.rolled_forward or report.orphans_deleted:
             log.warning("%s-%d: recovery rolled forward commits %s, deleted staged flushes %s",
                         self.connector, self.task_id, report.rolled_forward,
@@ -291,6 +304,7 @@ class SparkSinkTask(SinkTask):
     # -- records ---------------------------------------------------------------------------------
     def put(self, records: list[SinkRecord]) -> None:
         with self.lock:
+            self.flusher.check()
             groups: dict[TP, list[SinkRecord]] = {}
             floor = self.floor
             for r in records:
@@ -316,7 +330,7 @@ class SparkSinkTask(SinkTask):
                 self.buffer_since = time.monotonic()
                 self._arm_timer()
             if self._due():
-                self._flush(None)
+                self._flush_due()
 
     def _convert(self, tp: TP, records: list[SinkRecord]) -> pa.RecordBatch | None:
         """An Arrow batch of ``records`` (one topic-partition); bad ones go to the reporter."""
@@ -388,47 +402,77 @@ class SparkSinkTask(SinkTask):
             self.timer.cancel()
             self.timer = None
 
+    def _flush_due(self) -> None:
+        """Start a flush of everything buffered: in the background once the schema is fixed."""
+        if self.builder is None or self.provisional:
+            self._flush(None)  # schema inference and its first commit: in this thread
+            return
+        self.flusher.wait()  # backpressure: one flush in flight
+        self.flusher.check()
+        selected = [tp for tp, buf in self.buffers.items() if buf.next is not None]
+        if not selected:
+            return
+        buffers = {tp: self.buffers.pop(tp) for tp in selected}
+        pending, self.pending = self.pending, []
+        self._reset_timer_if_idle()
+        self.flusher.submit(lambda: self._commit_buffers(buffers, pending, in_background=True))
+
     def _flush(self, only: list[TP] | None) -> None:
+        """Write and commit the buffers of ``only`` (all if None) in this thread, after the
+        flush in flight (so commits stay in order); raises if that one failed."""
+        self.flusher.wait()
+        self.flusher.check()
         selected = [tp for tp in (self.buffers if only is None else only)
                     if tp in self.buffers and self.buffers[tp].next is not None]
         if not selected:
             return
-        began = time.monotonic()
         if self.builder is None:
             self._fix_schema()
-        for future in self.pending:  # bad records reach the DLQ before their offsets commit
+        pending, self.pending = self.pending, []
+        entry = self._commit_buffers({tp: self.buffers[tp] for tp in selected}, pending,
+                                     in_background=False)
+        # Committed (or all already covered by the log): these rows are the table's now,
+        # whatever happens next (if a rename failed, the next start rolls the entry forward).
+        for tp in selected:
+            self.buffers.pop(tp, None)
+        self._reset_timer_if_idle()
+        if entry is not None and self.provisional:
+            self.provisional = False
+            for buf in self.buffers.values():
+                buf.raw = []
+
+    def _commit_buffers(self, buffers: dict[TP, _Buffer], pending: list[Future[Any]],
+                        in_background: bool) -> CommitEntry | None:
+        """Write, commit and apply ``buffers``; None if the log already covered all of them.
+
+        Runs in the flush thread (``in_background``) or under the task lock with no flush in
+        flight: either way it alone uses ``self.log`` meanwhile.
+        """
+        began = time.monotonic()
+        for future in pending:  # bad records reach the DLQ before their offsets commit
             future.result(timeout=120)
-        self.pending.clear()
         entry = None
         for _attempt in range(5):
             self.log.refresh()
-            self._drop_committed(selected)
+            self.committed = dict(self.log.offsets)
+            self._drop_committed(buffers, raise_floor=not in_background)
             assert self.builder is not None
-            if self.provisional and self.log.schema is not None \
+            if not in_background and self.provisional and self.log.schema is not None \
                     and self.log.schema != self.builder.struct.jsonValue():
                 log.warning("%s-%d: another task fixed the table schema first; converting to it",
                             self.connector, self.task_id)
                 self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
                 self._rebuild_batches()
-            selected = [tp for tp in selected if self.buffers[tp].next is not None]
-            if not selected:
-                self._reset_timer_if_idle()
-                return
-            entry = self._write_and_commit(selected)
+            live = {tp: buf for tp, buf in buffers.items() if buf.next is not None}
+            if not live:
+                return None
+            entry = self._write_and_commit(live)
             if entry is not None:
                 break
         else:
             raise ConnectException("SparkSink could not commit after 5 attempts (conflicting "
                                    "writers on the same table and partitions?)")
-        # Committed: these rows are the table's now, whatever happens next (if a rename fails,
-        # the task fails and the next start rolls the entry forward).
-        for tp in selected:
-            self.buffers.pop(tp, None)
-        self._reset_timer_if_idle()
-        if self.provisional:
-            self.provisional = False
-            for buf in self.buffers.values():
-                buf.raw = []
+        self.committed = dict(self.log.offsets)
         if entry.files:
             self.log.apply(entry)
         self._ensure_table()
@@ -437,23 +481,28 @@ class SparkSinkTask(SinkTask):
         log.info("%s-%d: committed %d rows in %d files as entry %d (%.2fs)", self.connector,
                  self.task_id, entry.rows, len(entry.files), entry.sequence,
                  time.monotonic() - began)
+        return entry
 
     def _reset_timer_if_idle(self) -> None:
         if not any(b.next is not None for b in self.buffers.values()):
             self.buffer_since = None
             self._disarm_timer()
 
-    def _drop_committed(self, selected: list[TP]) -> None:
-        """Zombie guard: drop rows another writer has committed meanwhile for our partitions."""
-        for tp in selected:
-            buf = self.buffers[tp]
+    def _drop_committed(self, buffers: dict[TP, _Buffer], raise_floor: bool) -> None:
+        """Zombie guard: drop rows another writer has committed meanwhile for our partitions.
+
+        ``raise_floor`` (not from the flush thread, which must not race ``put`` on the floor)
+        also drops such records on arrival; without it the next flush drops them here.
+        """
+        for tp, buf in buffers.items():
             committed = self.log.offsets.get(tp)
             if committed is None or buf.start is None or committed <= buf.start:
                 continue
             log.warning("%s-%d: %s-%d was committed up to %d by another writer (a zombie task?);"
                         " dropping our rows below it", self.connector, self.task_id, tp[0], tp[1],
                         committed)
-            self.floor[tp] = max(self.floor.get(tp, -1), committed)
+            if raise_floor:
+                self.floor[tp] = max(self.floor.get(tp, -1), committed)
             keep = [b.filter(pc.greater_equal(b.column(sch.OFFSET), committed))
                     if sch.OFFSET in b.schema.names else b for b in buf.batches]
             buf.batches = [b for b in keep if b.num_rows]
@@ -463,18 +512,18 @@ class SparkSinkTask(SinkTask):
             else:
                 buf.start = committed
 
-    def _write_and_commit(self, selected: list[TP]) -> CommitEntry | None:
+    def _write_and_commit(self, selected: dict[TP, _Buffer]) -> CommitEntry | None:
         """Stage, write and commit ``selected``; None after a conflict (staging removed)."""
         assert self.builder is not None
-        batches = [b for tp in selected for b in self.buffers[tp].batches]
+        batches = [b for buf in selected.values() for b in buf.batches]
         rows = sum(b.num_rows for b in batches)
         writer = self.log.new_writer(self.connector, self.task_id)
         files = self._write(pa.Table.from_batches(batches, self.builder.arrow_schema), writer) \
             if rows else []
         entry = CommitEntry(
             writer, self.connector, self.task_id, tuple(files), rows,
-            {tp: self.buffers[tp].next for tp in selected},  # type: ignore[misc]
-            {tp: self.buffers[tp].start for tp in selected},  # type: ignore[misc]
+            {tp: buf.next for tp, buf in selected.items()},  # type: ignore[misc]
+            {tp: buf.start for tp, buf in selected.items()},  # type: ignore[misc]
             self.builder.struct.jsonValue(), tuple(self.partition_by))
         try:
             return self.log.commit(entry)
@@ -559,7 +608,9 @@ class SparkSinkTask(SinkTask):
     # -- offsets and lifecycle -------------------------------------------------------------------
     def open(self, partitions: list[TopicPartition]) -> None:
         with self.lock:
+            self.flusher.wait()  # its offsets decide the rewind; a failure is raised by put
             self.log.refresh()
+            self.committed = dict(self.log.offsets)
             for tp in partitions:
                 key = (tp.topic, tp.partition)
                 buffered = self.buffers.get(key)
@@ -573,10 +624,12 @@ class SparkSinkTask(SinkTask):
 
     def pre_commit(self, current_offsets: dict[TopicPartition, int]) -> dict[TopicPartition, int]:
         with self.lock:
+            self.flusher.check()
             if self._due():
-                self._flush(None)
+                self._flush_due()
             wanted = {(tp[0], tp[1]) for tp in current_offsets}
-            return {TopicPartition(*tp): offset for tp, offset in self.log.offsets.items()
+            committed = self.committed  # committed entries only: never the flush in flight
+            return {TopicPartition(*tp): offset for tp, offset in committed.items()
                     if tp in wanted}
 
     def flush(self, current_offsets: dict[TopicPartition, int]) -> None:
@@ -592,12 +645,13 @@ class SparkSinkTask(SinkTask):
                 self.floor.pop(key, None)
 
     def stop(self) -> None:
-        if not hasattr(self, "lock"):
-            return  # start failed
+        if not hasattr(self, "flusher"):
+            return  # start failed before anything was buffered
         with self.lock:
             self._disarm_timer()
             try:
-                self._flush(None)
+                self.flusher.shutdown()  # waits for the flush in flight
+                self._flush(None)  # raises instead if that one failed
             finally:
                 with contextlib.suppress(Exception):
                     for future in self.pending:
