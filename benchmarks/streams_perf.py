@@ -21,7 +21,8 @@ confluent-kafka before the runs, not timed; timestamps in order, 10 minutes of e
   (d) join          join views with a pre-loaded users table (inner; ~5 % unknown users)
 
 Variants per workload: ``ours`` under at_least_once and exactly_once_v2 (default commit
-intervals: 30 s / 100 ms), ``hand`` (aiokafka consume-transform-produce, state in a dict,
+intervals: 30 s / 100 ms; default record cache, so (b) forwards deduplicated updates as Kafka
+Streams does, and the checker only needs every key's final count), ``hand`` (aiokafka consume-transform-produce, state in a dict,
 flush + commit every 5 s), ``quix`` (Quix Streams, at-least-once default) and ``faust``
 (faust-streaming, rocksdict store, at-least-once default). Each runs in a child process
 (``streams_perf_apps.py``): imports and app construction happen before the clock starts;

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ..serde import InternalSerde, Serde
+from ..state.cache import CacheBudget
 from ..state.stores import StoreInitContext
 from .api import (
     Cancellable,
@@ -77,6 +78,9 @@ class TaskConfig:
     # the user set one, else the self-describing InternalSerde.
     internal_key_serde: Serde[Any] | None = None
     internal_value_serde: Serde[Any] | None = None
+    # The stream thread's record cache (statestore.cache.max.bytes); None = no caching, which
+    # is what the TopologyTestDriver uses so that it emits every update.
+    cache: CacheBudget | None = None
 
     def __post_init__(self) -> None:
         self.internal_key_serde = self.internal_key_serde or InternalSerde()
@@ -143,6 +147,21 @@ class TaskContext(ProcessorContext):
             for child in node.children:
                 self.task.run_node(child, record)
         self.current_node = node
+
+    def forward_from(self, node: Node, record: Record[Any, Any],
+                     metadata: RecordMetadata | None) -> None:
+        """Forward as ``node`` with the record context of a cached change being flushed
+        (Kafka's cache flush listener), wherever the flush happens (commit or eviction)."""
+        task = self.task
+        saved = self.current_node, task.current_metadata, task.current_inbound
+        self.current_node = node
+        task.current_metadata = metadata
+        task.current_inbound = None
+        try:
+            for child in node.children:
+                task.run_node(child, record)
+        finally:
+            self.current_node, task.current_metadata, task.current_inbound = saved
 
     def schedule(self, interval_ms: int, punctuation_type: PunctuationType,
                  callback: Callable[[int], None]) -> Cancellable:
@@ -238,7 +257,16 @@ class StreamTask:
         key_serde, value_serde = self.config.serdes_for(topic_is_internal=True)
         ctx = StoreInitContext(self.task_dir, self._logger_for, key_serde, value_serde)
         for name in self.sub.stores:
-            self.stores[name] = self.topology.stores[name].build(ctx)
+            store = self.stores[name] = self.topology.stores[name].build(ctx)
+            if self.config.cache is not None and hasattr(store, "attach_cache") \
+                    and self._store_users(name) == 1:
+                store.attach_cache(self.config.cache)
+
+    def _store_users(self, store_name: str) -> int:
+        """How many processors of this sub-topology are connected to the store."""
+        nodes = self.topology.nodes
+        return sum(1 for n in self.sub.nodes
+                   if store_name in (getattr(nodes[n], "stores", None) or ()))
 
     def _build_nodes(self) -> None:
         from ..topology.topology import ProcessorDef, SinkDef, SourceDef
@@ -279,6 +307,15 @@ class StreamTask:
             if queue is None:
                 queue = self.queues[key] = deque()
             queue.append(record)
+
+    def add_batch(self, topic: str, partition: int, records: list[Any]) -> None:
+        """Queue one partition's fetched records as they are: any object with InboundRecord's
+        attributes will do (the runtime passes aiokafka's ConsumerRecords, no copy)."""
+        key = (topic, partition)
+        queue = self.queues.get(key)
+        if queue is None:
+            queue = self.queues[key] = deque()
+        queue.extend(records)
 
     def buffered(self) -> int:
         return sum(len(q) for q in self.queues.values())
@@ -455,10 +492,19 @@ class StreamTask:
     # -- commit and close ---------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Flush every store (RocksDB write batches); call before committing offsets."""
+        """Flush record caches, then every store (RocksDB write batches); call before
+        committing offsets (and before sending what the caches forwarded)."""
+        self.flush_caches()
         for store in self.stores.values():
             store.flush()
         self.commit_requested = False
+
+    def flush_caches(self) -> None:
+        """Forward and write what the record caches hold. Repeated because a flushed change
+        may update another cached store downstream in this task."""
+        cached = [s for s in self.stores.values() if getattr(s, "cache", None) is not None]
+        while cached and any([s.flush_cache() for s in cached]):
+            pass
 
     def close(self) -> None:
         for node in self.nodes.values():

@@ -19,6 +19,7 @@ from ..processor.errors import ErrorHandling, resolve_handler
 from ..processor.task import TaskConfig
 from ..processor.timestamps import resolve_timestamp_extractor
 from ..serde import Serdes, resolve_serde
+from ..state.cache import DEFAULT_CACHE_MAX_BYTES, CacheBudget
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -47,6 +48,12 @@ class StreamsConfig(KafkaConfigModel):
     max_task_idle_ms: int = 0
     poll_ms: int = 100
     max_poll_records: int = 1000
+    # The consumer's long-poll wait. aiokafka keeps one fetch in flight per broker, and a fetch
+    # for caught-up partitions waits this long while a lagging partition's next fetch queues
+    # behind it: Kafka's 500 ms default starved skewed partitions (measured in
+    # benchmarks/streams_perf.py); 100 ms costs at most 10 empty fetches/s when idle.
+    fetch_max_wait_ms: int = 100
+    max_partition_fetch_bytes: int = 1_048_576
     buffered_records_per_partition: int = 1000
     session_timeout_ms: int = 10_000
     heartbeat_interval_ms: int = 3_000
@@ -57,6 +64,10 @@ class StreamsConfig(KafkaConfigModel):
     repartition_purge_interval_ms: int = 30_000
     metadata_max_age_ms: int = 300_000
     max_batch_size: int = 1_048_576
+    # The record cache of aggregation stores (state/cache.py); 0 disables it. Kafka 3.4
+    # renamed cache.max.bytes.buffering; both are accepted, the new name wins.
+    statestore_cache_max_bytes: int | None = None
+    cache_max_bytes_buffering: int | None = None
 
     @field_validator("application_id")
     @classmethod
@@ -108,6 +119,20 @@ class StreamsConfig(KafkaConfigModel):
         resolve_timestamp_extractor(value)
         return value
 
+    @field_validator("statestore_cache_max_bytes", "cache_max_bytes_buffering")
+    @classmethod
+    def _cache_size(cls, value: int | None) -> int | None:
+        if value is not None and value < 0:
+            raise ValueError("must be >= 0 (0 disables the record cache)")
+        return value
+
+    @property
+    def cache_max_bytes(self) -> int:
+        for value in (self.statestore_cache_max_bytes, self.cache_max_bytes_buffering):
+            if value is not None:
+                return value
+        return DEFAULT_CACHE_MAX_BYTES
+
     @property
     def eos(self) -> bool:
         return self.processing_guarantee == EXACTLY_ONCE_V2
@@ -134,6 +159,7 @@ class StreamsConfig(KafkaConfigModel):
             errors=ErrorHandling.from_config(self.as_properties()),
             timestamp_extractor=resolve_timestamp_extractor(self.default_timestamp_extractor),
             app_config=self.as_properties(),
+            cache=CacheBudget(self.cache_max_bytes) if self.cache_max_bytes > 0 else None,
         )
 
     def as_properties(self) -> dict[str, Any]:

@@ -4,7 +4,10 @@ Loop: ``getmany`` -> route records to tasks -> restore new tasks -> ``task.proce
 wall-clock punctuation -> hand produced batches to the producer -> commit every
 ``commit.interval.ms``. Commit under at_least_once: flush stores, flush the producer, commit
 consumer offsets, write checkpoints. Under exactly_once_v2: flush stores, then
-``send_offsets_to_transaction`` + ``commit_transaction`` of the single transactional producer.
+``send_offsets_to_transaction`` + ``commit_transaction`` of the single transactional producer,
+finished in a background task while the loop keeps processing (its output is held in the
+collector until the transaction committed). Record caches are also flushed whenever the
+thread has caught up with its input, so deduplication never holds back the latest results.
 Fencing or a failed commit aborts, closes every task dirty and rejoins the group with fresh
 clients (``TaskMigrated``), so nothing uncommitted ever becomes visible twice.
 """
@@ -30,7 +33,7 @@ from aiokafka.errors import (
 
 from ..processor.api import TaskId
 from ..processor.errors import HandlerFailedError
-from ..processor.task import InboundRecord, StreamTask
+from ..processor.task import StreamTask
 from .assignor import MemberInfo, StreamsPartitionAssignor
 from .collector import RecordCollector
 from .globals import GlobalStores
@@ -84,6 +87,7 @@ class StreamThread:
         self.admin: AIOKafkaAdminClient | None = None
         self.globals: GlobalStores | None = None
         self.in_txn = False
+        self.pending_commit: asyncio.Task[None] | None = None  # EOS commit finishing
         self.generation = -1
         self.shutting_down = False
         self.last_commit = time.monotonic()
@@ -137,6 +141,8 @@ class StreamThread:
             isolation_level="read_committed" if self.eos else "read_uncommitted",
             partition_assignment_strategy=(assignor,),
             max_poll_records=self.config.max_poll_records,
+            fetch_max_wait_ms=self.config.fetch_max_wait_ms,
+            max_partition_fetch_bytes=self.config.max_partition_fetch_bytes,
             session_timeout_ms=self.config.session_timeout_ms,
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             max_poll_interval_ms=self.config.max_poll_interval_ms,
@@ -156,8 +162,11 @@ class StreamThread:
             self.consumer.subscribe(self.layout.source_topics(), listener=_Listener(self))
             await self.consumer.start()
             while not stop.is_set():
-                timeout = 0 if self._has_work() else self.config.poll_ms
-                batch = await self.consumer.getmany(timeout_ms=timeout)
+                if self.pending_commit is not None and not self._has_work():
+                    async with self.lock:
+                        await self._await_commit()
+                busy = self._has_work() or self.collector.pending()  # type: ignore[union-attr]
+                batch = await self.consumer.getmany(timeout_ms=0 if busy else self.config.poll_ms)
                 if self.failure is not None:
                     failure, self.failure = self.failure, None
                     raise TaskMigrated(repr(failure)) from failure
@@ -200,6 +209,12 @@ class StreamThread:
     async def _abandon(self, exc: BaseException | None) -> None:
         """Abort the open transaction, drop unsent output, close every task dirty."""
         self.shutting_down = True
+        pending, self.pending_commit = self.pending_commit, None
+        if pending is not None:
+            try:
+                await pending
+            except BaseException as commit_exc:  # already failing; the abort below decides
+                log.info("the commit in flight failed too: %r", commit_exc)
         if self.collector is not None:
             self.collector.discard()
         if self.eos and self.in_txn and self.producer is not None:
@@ -231,9 +246,7 @@ class StreamThread:
             task = by_partition.get((tp.topic, tp.partition))
             if task is None:
                 continue
-            task.add_records([InboundRecord(r.topic, r.partition, r.offset, r.key, r.value,
-                                            r.timestamp, tuple(r.headers) if r.headers else ())
-                              for r in records])
+            task.add_batch(tp.topic, tp.partition, records)  # ConsumerRecords, uncopied
         if self.restoring:
             await self._restore()
         if self.globals is not None:
@@ -246,11 +259,18 @@ class StreamThread:
             if limit != 0:
                 self.processed += task.process(limit)
             task.punctuate_wall_clock()
+        if self.task_config.cache is not None and self._caught_up():
+            for task_id, task in self.tasks.items():
+                if task_id not in self.restoring:
+                    task.flush_caches()
         assert self.collector is not None
-        await self.collector.flush()
-        if (now - self.last_commit) * 1000 >= self.config.effective_commit_interval_ms or any(
-                t.commit_requested for t in self.tasks.values()):
-            await self._commit()
+        if self.pending_commit is not None and self.pending_commit.done():
+            await self._await_commit()
+        if self.pending_commit is None:  # else: output waits for the next transaction
+            await self.collector.flush()
+            if (now - self.last_commit) * 1000 >= self.config.effective_commit_interval_ms \
+                    or any(t.commit_requested for t in self.tasks.values()):
+                await self._commit(background=self.eos)
         self._apply_backpressure()
 
     def _has_work(self) -> bool:
@@ -258,6 +278,15 @@ class StreamThread:
         return any(t.buffered() and task_id not in self.restoring
                    and self._processable(task_id, t, now) != 0
                    for task_id, t in self.tasks.items())
+
+    def _caught_up(self) -> bool:
+        """Nothing buffered and nothing more on the broker: the record caches have nothing
+        left to deduplicate, so holding their changes until the commit would only add
+        latency (under at_least_once the commit may be 30 s away)."""
+        if any(t.buffered() for t in self.tasks.values()):
+            return False
+        return not any(self._lagging(tp) for parts in self.task_partitions.values()
+                       for tp in parts)
 
     def _processable(self, task_id: TaskId, task: StreamTask, now: float) -> int | None:
         """How many records may be processed now: None = all buffered, 0 = wait (idling)."""
@@ -318,8 +347,19 @@ class StreamThread:
             await self.producer.begin_transaction()
             self.in_txn = True
 
-    async def _commit(self, force: bool = False) -> None:
-        """Kafka's commit: stores, then output, then input offsets (atomically under EOS)."""
+    async def _await_commit(self) -> None:
+        """Wait for the EOS commit in flight (raising what it raised)."""
+        pending, self.pending_commit = self.pending_commit, None
+        if pending is not None:
+            await pending
+
+    async def _commit(self, force: bool = False, background: bool = False) -> None:
+        """Kafka's commit: stores, then output, then input offsets (atomically under EOS).
+
+        With ``background`` (EOS, from the loop) the transaction is committed in a task while
+        the loop goes on processing: what it produces meanwhile stays in the collector, and
+        is handed to the producer, in the next transaction, only once this one committed."""
+        await self._await_commit()
         collector, producer, consumer = self.collector, self.producer, self.consumer
         assert collector is not None and producer is not None and consumer is not None
         offsets: dict[TopicPartition, int] = {}
@@ -336,17 +376,32 @@ class StreamThread:
                 if consumer._coordinator.generation != self.generation:  # noqa: SLF001
                     raise TaskMigrated("the group generation changed before the commit")
                 await self._begin_txn()
-                if offsets:
-                    await producer.send_offsets_to_transaction(offsets, self.app_id)
-                await producer.commit_transaction()
-                self.in_txn = False
-                await collector.wait_delivered()
+                self.last_commit = time.monotonic()
+                finish = self._finish_txn(offsets, force)
+                if background:
+                    self.pending_commit = asyncio.ensure_future(finish)
+                else:
+                    await finish
+                return
         else:
             await producer.flush()
             await collector.wait_delivered()
             if offsets:
                 await consumer.commit(offsets)
             self._write_checkpoints()
+        await self._committed(offsets, force)
+
+    async def _finish_txn(self, offsets: dict[TopicPartition, int], force: bool) -> None:
+        producer, collector = self.producer, self.collector
+        assert producer is not None and collector is not None
+        if offsets:
+            await producer.send_offsets_to_transaction(offsets, self.app_id)
+        await producer.commit_transaction()
+        self.in_txn = False
+        await collector.wait_delivered()
+        await self._committed(offsets, force)
+
+    async def _committed(self, offsets: dict[TopicPartition, int], force: bool) -> None:
         for tp, offset in offsets.items():
             self.committed[(tp.topic, tp.partition)] = offset
             if tp.topic in self.layout.repartition_topics:  # type: ignore[union-attr]

@@ -8,6 +8,7 @@ from typing import Any
 
 from ..serde import Serde
 from .api import BytesKeyValueStore, ChangeLogger
+from .cache import CacheBudget, FlushListener, StoreCache
 
 _TS = struct.Struct(">q")
 NO_TIMESTAMP = -1
@@ -19,6 +20,10 @@ class KeyValueStore:
     With ``timestamped`` the stored value is ``[timestamp: 8 bytes][value]`` (Kafka's
     timestamped store layout) so table processors can emit the right output timestamps.
     Every write is sent to the changelog logger (plain value, record timestamp).
+
+    A task may attach a ``CacheBudget``; the store then caches once its one writing processor
+    calls ``enable_caching`` (see cache.py): writes wait in the cache until ``flush_cache``
+    or eviction, reads see them at once.
     """
 
     def __init__(
@@ -37,6 +42,8 @@ class KeyValueStore:
         self.value_serde = value_serde
         self.timestamped = timestamped
         self.logger = logger
+        self.cache: StoreCache | None = None  # active: a processor forwards what it flushes
+        self._budget: CacheBudget | None = None
 
     @property
     def persistent(self) -> bool:
@@ -60,11 +67,19 @@ class KeyValueStore:
     # -- reads --------------------------------------------------------------------------------
 
     def get(self, key: Any) -> Any:
-        found = self._decode(self.inner.get(self._key(key)))
+        found = self.get_with_timestamp(key)
         return None if found is None else found[0]
 
     def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
-        return self._decode(self.inner.get(self._key(key)))
+        key_bytes = self._key(key)
+        if self.cache is not None:
+            entry = self.cache.entries.get(key_bytes)
+            if entry is not None:
+                return None if entry.value is None else (entry.value, entry.timestamp)
+        return self._decode(self.inner.get(key_bytes))
+
+    def _read_inner(self, key_bytes: bytes) -> tuple[Any, int] | None:
+        return self._decode(self.inner.get(key_bytes))
 
     def range(self, from_key: Any = None, to_key: Any = None) -> Iterator[tuple[Any, Any]]:
         """Entries with from_key <= key <= to_key in serialized-key order (None = open)."""
@@ -82,18 +97,59 @@ class KeyValueStore:
     def _iterate(self, from_key: Any, to_key: Any, reverse: bool) -> Iterator[tuple[Any, Any]]:
         lo = None if from_key is None else self._key(from_key)
         hi = None if to_key is None else self._key(to_key)
+        overlay = self.cache.dirty_in_range(lo, hi, reverse) if self.cache is not None else []
+        if overlay:
+            yield from self._merged(self.inner.range(lo, hi, reverse), overlay, reverse)
+            return
         for key, stored in self.inner.range(lo, hi, reverse):
             decoded = self._decode(stored)
             assert decoded is not None
             yield self.key_serde.deserialize(self.name, key), decoded[0]
 
+    def _merged(self, stored: Iterator[tuple[bytes, bytes]], overlay: list[tuple[bytes, Any]],
+                reverse: bool) -> Iterator[tuple[Any, Any]]:
+        """The store's entries with the cache's dirty entries laid over them, in key order."""
+        pending = iter(overlay)
+        nxt = next(pending, None)
+        for key, raw in stored:
+            while nxt is not None and (nxt[0] > key if reverse else nxt[0] < key):
+                if nxt[1].value is not None:
+                    yield nxt[1].key, nxt[1].value
+                nxt = next(pending, None)
+            if nxt is not None and nxt[0] == key:
+                if nxt[1].value is not None:
+                    yield nxt[1].key, nxt[1].value
+                nxt = next(pending, None)
+                continue
+            decoded = self._decode(raw)
+            assert decoded is not None
+            yield self.key_serde.deserialize(self.name, key), decoded[0]
+        while nxt is not None:
+            if nxt[1].value is not None:
+                yield nxt[1].key, nxt[1].value
+            nxt = next(pending, None)
+
     def approximate_num_entries(self) -> int:
-        return self.inner.approximate_num_entries()
+        count = self.inner.approximate_num_entries()
+        if self.cache is not None:
+            for key_bytes, entry in self.cache.dirty_in_range(None, None, False):
+                present = self.inner.get(key_bytes) is not None
+                count += (entry.value is not None) - present
+        return count
 
     # -- writes -------------------------------------------------------------------------------
 
-    def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> None:
+    def put(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP,
+            context: Any = None) -> None:
+        """Write (into the cache when caching is on; ``context`` is handed back to the flush
+        listener with the change, e.g. the record's headers)."""
         key_bytes = self._key(key)
+        if self.cache is not None:
+            self.cache.put(key_bytes, key, value, timestamp, context)
+            return
+        self._write(key_bytes, value, timestamp)
+
+    def _write(self, key_bytes: bytes, value: Any, timestamp: int) -> None:
         value_bytes = self.value_serde.serialize(self.name, value)
         if value_bytes is None:
             self.inner.put(key_bytes, None)
@@ -121,8 +177,36 @@ class KeyValueStore:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
+    # -- caching ------------------------------------------------------------------------------
+
+    def attach_cache(self, budget: CacheBudget) -> None:
+        """Allow caching (the task does this for stores with a single processor)."""
+        self._budget = budget
+
+    def enable_caching(self, listener: FlushListener) -> bool:
+        """Called by the processor that writes this store; True if writes are now cached and
+        reach ``listener`` on flush instead of being forwarded by the processor."""
+        if self._budget is None or self._budget.max_bytes <= 0:
+            return False
+        if self.cache is not None:  # a second writer: nobody caches
+            self.cache = None
+            self._budget = None
+            return False
+        self.cache = StoreCache(self._budget, self._write, self._read_inner, listener)
+        return True
+
+    @property
+    def cache_listener(self) -> FlushListener | None:
+        return None if self.cache is None else self.cache.listener
+
+    def flush_cache(self) -> bool:
+        """Write and forward the cached changes; True if there were any."""
+        return self.cache.flush() if self.cache is not None else False
+
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Apply one changelog record (no logging: it came from the changelog)."""
+        if self.cache is not None:
+            self.cache.discard(key)
         if value is None:
             self.inner.put(key, None)
         elif self.timestamped:
@@ -131,10 +215,15 @@ class KeyValueStore:
             self.inner.put(key, value)
 
     def flush(self) -> None:
+        self.flush_cache()
         self.inner.flush()
 
     def close(self) -> None:
+        if self.cache is not None:
+            self.cache.clear()
         self.inner.close()
 
     def wipe(self) -> None:
+        if self.cache is not None:
+            self.cache.clear()
         self.inner.wipe()

@@ -1,8 +1,9 @@
 """A counting application for crash tests, run as a child process.
 
-Usage: python counting_app.py BOOTSTRAP GUARANTEE STATE_DIR
+Usage: python counting_app.py BOOTSTRAP GUARANTEE STATE_DIR [CACHE_MAX_BYTES]
 Counts records per key from ``crash-input`` into ``crash-counts``; prints state changes; stops
-cleanly on SIGTERM.
+cleanly on SIGTERM. The record cache is off unless CACHE_MAX_BYTES is given, so that every
+count appears in the output and the crash test can check the exact sequence 1, 2, ..., n.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from streams import KafkaStreams, Serdes, StreamsBuilder
 
 def main() -> None:
     bootstrap, guarantee, state_dir = sys.argv[1:4]
+    cache_max_bytes = int(sys.argv[4]) if len(sys.argv) > 4 else 0
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     builder = StreamsBuilder()
     s = Serdes.string()
@@ -31,7 +33,7 @@ def main() -> None:
         "application.id": "crash-app", "bootstrap.servers": bootstrap,
         "processing.guarantee": guarantee, "commit.interval.ms": 50, "state.dir": state_dir,
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
-        "max.poll.records": 50,
+        "max.poll.records": 50, "statestore.cache.max.bytes": cache_max_bytes,
     })
     stopped = threading.Event()
     streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))

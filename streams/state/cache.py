@@ -1,0 +1,134 @@
+"""The record cache of key-value stores (Kafka's ``statestore.cache.max.bytes``).
+
+Why: an aggregation that updates a key many times between commits would otherwise serialize,
+write, changelog and forward every intermediate value. With a cache, updates land in a dict of
+typed values; the latest value per key is written to the store and its changelog, and forwarded
+downstream as ``Change(new, old)``, only when the cache is flushed (before every commit) or when
+the entry is evicted (least recently written first) because the stream thread's budget is used
+up. That is Kafka's documented behaviour: fewer intermediate updates downstream, same final
+results. ``old`` is the value the underlying store held before the flush, i.e. the last value
+forwarded for that key, so table subtractors stay right.
+
+One ``CacheBudget`` per stream thread is shared by the caches of all its tasks' stores. Sizes
+are estimates (key bytes + shallow value size + entry overhead), not exact memory use.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any
+
+ENTRY_OVERHEAD = 64
+DEFAULT_CACHE_MAX_BYTES = 10 * 1024 * 1024
+
+# (typed key, new value, old value, timestamp, context captured at put) -> None
+FlushListener = Callable[[Any, Any, Any, int, Any], None]
+
+
+class CacheBudget:
+    """``statestore.cache.max.bytes`` of one stream thread, shared by its stores' caches."""
+
+    __slots__ = ("max_bytes", "used")
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.used = 0
+
+
+class CacheEntry:
+    __slots__ = ("key", "value", "timestamp", "dirty", "context", "size")
+
+    def __init__(self, key: Any, value: Any, timestamp: int, dirty: bool, context: Any,
+                 size: int) -> None:
+        self.key = key
+        self.value = value
+        self.timestamp = timestamp
+        self.dirty = dirty
+        self.context = context
+        self.size = size
+
+
+class StoreCache:
+    """The cache of one store: serialized key -> entry, in least-recently-written order.
+
+    ``write(key_bytes, value, timestamp)`` puts a value into the underlying store (and its
+    changelog); ``read(key_bytes)`` returns the underlying ``(value, timestamp)`` or None;
+    ``listener`` forwards a flushed change downstream.
+    """
+
+    def __init__(self, budget: CacheBudget, write: Callable[[bytes, Any, int], None],
+                 read: Callable[[bytes], tuple[Any, int] | None], listener: FlushListener) -> None:
+        self.budget = budget
+        self.write = write
+        self.read = read
+        self.listener = listener
+        self.entries: dict[bytes, CacheEntry] = {}
+        self.dirty = 0
+
+    def get(self, key_bytes: bytes) -> CacheEntry | None:
+        return self.entries.get(key_bytes)
+
+    def put(self, key_bytes: bytes, key: Any, value: Any, timestamp: int, context: Any) -> None:
+        entries, budget = self.entries, self.budget
+        previous = entries.pop(key_bytes, None)  # re-inserted last: most recently written
+        if previous is not None:
+            budget.used -= previous.size
+            if previous.dirty:
+                self.dirty -= 1
+        size = len(key_bytes) + sys.getsizeof(value) + ENTRY_OVERHEAD
+        entries[key_bytes] = CacheEntry(key, value, timestamp, True, context, size)
+        budget.used += size
+        self.dirty += 1
+        if budget.used > budget.max_bytes:
+            self.evict()
+
+    def discard(self, key_bytes: bytes) -> None:
+        entry = self.entries.pop(key_bytes, None)
+        if entry is not None:
+            self.budget.used -= entry.size
+            if entry.dirty:
+                self.dirty -= 1
+
+    def evict(self) -> None:
+        """Drop least recently written entries until the budget holds; dirty ones are
+        flushed first (written and forwarded), as Kafka's eviction does."""
+        entries, budget = self.entries, self.budget
+        while budget.used > budget.max_bytes and entries:
+            key_bytes = next(iter(entries))
+            entry = entries.pop(key_bytes)
+            budget.used -= entry.size
+            if entry.dirty:
+                self._emit(key_bytes, entry)
+
+    def flush(self) -> bool:
+        """Write and forward every dirty entry (kept as clean entries); True if any."""
+        if not self.dirty:
+            return False
+        for key_bytes, entry in list(self.entries.items()):
+            if entry.dirty:
+                self._emit(key_bytes, entry)
+        return True
+
+    def _emit(self, key_bytes: bytes, entry: CacheEntry) -> None:
+        entry.dirty = False
+        self.dirty -= 1
+        old = self.read(key_bytes)
+        self.write(key_bytes, entry.value, entry.timestamp)
+        self.listener(entry.key, entry.value, None if old is None else old[0], entry.timestamp,
+                      entry.context)
+
+    def dirty_in_range(self, lo: bytes | None, hi: bytes | None,
+                       reverse: bool) -> list[tuple[bytes, CacheEntry]]:
+        """Dirty entries with lo <= key <= hi in key order (a snapshot: safe to iterate while
+        the stream thread writes, e.g. for interactive queries)."""
+        found = [(k, e) for k, e in list(self.entries.items()) if e.dirty
+                 and (lo is None or k >= lo) and (hi is None or k <= hi)]
+        found.sort(key=lambda item: item[0], reverse=reverse)
+        return found
+
+    def clear(self) -> None:
+        for entry in self.entries.values():
+            self.budget.used -= entry.size
+        self.entries.clear()
+        self.dirty = 0
