@@ -16,7 +16,7 @@ from pydantic import BaseModel
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "connect"))
 
-from helpers import wait_until  # noqa: E402
+from helpers import create_topics, wait_until  # noqa: E402
 from worker_helpers import (  # noqa: E402
     ThreadedWorker,
     consume_all,
@@ -56,17 +56,7 @@ def committed_rows(path: Path) -> int:
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
-
-    async def run() -> None:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            await admin.create_topics([NewTopic(topic, partitions, 1)])
-        finally:
-            await admin.close()
-
-    asyncio.run(run())
+    create_topics(bootstrap, {topic: partitions})
 
 
 def produce_with_timestamps(bootstrap: str, topic: str, values: list[bytes],
