@@ -142,8 +142,8 @@ class GroupMember(threading.Thread):
     """Polls one kafka-python consumer on its own thread, as an application would.
 
     Two consumers polled in turn from one thread can stall a rebalance: one blocks in its
-    JoinGroup while the other cannot send its own. Offsets are committed and the consumer
-    closed on the polling thread too.
+    JoinGroup while the other cannot send its own. The consumer is closed on the polling thread
+    too.
     """
 
     def __init__(self, consumer: KafkaConsumer, topic: str) -> None:
@@ -151,17 +151,18 @@ class GroupMember(threading.Thread):
         self.consumer = consumer
         self.topic = topic
         self.assigned: frozenset[int] = frozenset()
-        self.commit_before_close: dict | None = None
         self.stopping = threading.Event()
 
     def run(self) -> None:
+        # Fetch the topic's metadata before joining: a kafka-python leader that joins before
+        # its metadata request returns assigns nothing ("No partition metadata for topic") and
+        # under heavy load was seen not to recover within the test's 40 s.
+        self.consumer.partitions_for_topic(self.topic)
         self.consumer.subscribe([self.topic])
         try:
             while not self.stopping.is_set():
                 self.consumer.poll(timeout_ms=100)
                 self.assigned = frozenset(tp.partition for tp in self.consumer.assignment())
-            if self.commit_before_close is not None:
-                self.consumer.commit(self.commit_before_close)
         finally:
             self.consumer.close()  # sends LeaveGroup
 
@@ -193,9 +194,14 @@ def test_group_rebalance_and_committed_offsets_survive_restart(broker) -> None:
         m2.stop()
         wait_until(lambda: len(m1.assigned) == PARTITIONS, 40,
                    message="survivor owns all partitions")
-        m1.commit_before_close = {TopicPartition(topic, p): OffsetAndMetadata(1 + p, "", -1)
-                                  for p in range(PARTITIONS)}
-        m1.stop()
+        m1.stop()  # the group is empty now: a consumer with assigned partitions may commit
+        committer = consumer(broker, group_id="kp-g")
+        try:
+            committer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+            committer.commit({TopicPartition(topic, p): OffsetAndMetadata(1 + p, "", -1)
+                              for p in range(PARTITIONS)})
+        finally:
+            committer.close()
 
         broker.restart()
 
