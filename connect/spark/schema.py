@@ -22,6 +22,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.json as pa_json
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
@@ -437,16 +438,29 @@ class BatchBuilder:
         self.value_names = frozenset(n for n, _, _ in self.value_fields)
         self.key_type = struct[KEY].dataType if KEY in names else None
         self.meta = [n for n in (TOPIC, PARTITION, OFFSET, TIMESTAMP, DATE) if n in names]
+        # Value columns Arrow's JSON reader produces exactly as the per-record path would:
+        # JSON-native types only (no map, decimal, binary, date/time, narrow numbers).
+        self.json_schema = pa.schema([pa.field(n, a, True) for n, _, a in self.value_fields]) \
+            if self.value_fields and all(_json_native(t) for _, t, _ in self.value_fields) \
+            else None
 
     def build(self, values: list[dict[str, Any]], keys: list[Any], topic: str, partition: int,
-              offsets: list[int], timestamps: list[int | None]
+              offsets: list[int], timestamps: list[int | None],
+              value_columns: dict[str, pa.Array] | None = None
               ) -> tuple[pa.RecordBatch, dict[int, str]]:
-        """One batch for rows of one topic-partition, and ``{row index: error}`` of bad rows."""
+        """One batch for rows of one topic-partition, and ``{row index: error}`` of bad rows.
+
+        ``value_columns`` (already in the table's Arrow types, e.g. parsed by
+        :func:`read_json_objects`) replaces ``values``."""
         bad: dict[int, str] = {}
-        n = len(values)
+        n = len(offsets)
         columns: dict[str, pa.Array] = {}
-        for name, t, arrow_type in self.value_fields:
-            columns[name] = self._column([v.get(name) for v in values], t, arrow_type, name, bad)
+        if value_columns is not None:
+            columns.update(value_columns)
+        else:
+            for name, t, arrow_type in self.value_fields:
+                columns[name] = self._column([v.get(name) for v in values], t, arrow_type, name,
+                                             bad)
         if self.key_type is not None:
             columns[KEY] = self._column(keys, self.key_type, self.arrow_schema.field(KEY).type,
                                         KEY, bad)
@@ -495,6 +509,44 @@ class BatchBuilder:
                                   f"{t.simpleString()}: {exc}")
                 fixed[i] = None
         return pa.array(fixed, arrow_type)
+
+
+def _json_native(t: DataType) -> bool:
+    if isinstance(t, BooleanType | LongType | DoubleType | StringType):
+        return True
+    if isinstance(t, ArrayType):
+        return _json_native(t.elementType)
+    if isinstance(t, StructType):
+        return all(_json_native(f.dataType) for f in t.fields)
+    return False
+
+
+def read_json_objects(values: list[bytes], schema: pa.Schema) -> dict[str, pa.Array] | None:
+    """Columns of ``schema`` parsed in bulk from JSON-object texts (one per row; unknown fields
+    dropped, missing ones null), or None when Arrow cannot take this batch exactly: a value that
+    is not a single one-line JSON object, malformed or not UTF-8, or a value not of its column's
+    type (the caller then decodes record by record, reporting the bad ones)."""
+    n = len(values)
+    if not n:
+        return None
+    data = b"\n".join(values)
+    # every value one line starting with '{' (so one object per line: checked by the row count)
+    if data[:1] != b"{" or data.count(b"\n") != n - 1 or data.count(b"\n{") != n - 1 \
+            or b"\r" in data:
+        return None
+    try:
+        data.decode("utf-8")  # Arrow does not validate string bytes
+        table = pa_json.read_json(
+            pa.BufferReader(data),
+            read_options=pa_json.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 26))),
+            parse_options=pa_json.ParseOptions(explicit_schema=schema,
+                                               unexpected_field_behavior="ignore"))
+    except (pa.ArrowException, ValueError):
+        return None
+    if table.num_rows != n or table.schema != schema:
+        return None
+    return {name: pa.concat_arrays(column.chunks) if column.num_chunks != 1 else column.chunk(0)
+            for name, column in zip(table.column_names, table.columns, strict=True)}
 
 
 def ddl_type(t: DataType) -> str:

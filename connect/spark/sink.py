@@ -14,12 +14,21 @@ the backpressure), ``pre_commit`` reports only offsets of committed entries, so 
 flush in flight, and ``open``/``flush``/``close``/``stop`` wait for it. A failed background flush
 fails the task at its next call and blocks every later commit, so its records are re-read after
 the restart. The first flush (schema inference) runs in the caller's thread.
+
+With ``value.format=json`` and ``value.converter=org.apache.kafka.connect.converters.
+ByteArrayConverter`` in the connector config (recommended for JSON), record values are JSON texts
+the task parses itself: a batch at a
+time with Arrow's JSON reader once the table schema is fixed (same columns and types as the
+JsonConverter path), record by record (``json.loads``) for a batch Arrow cannot take exactly, so
+malformed records still go to the errant record reporter. A table whose schema is a single binary
+``value`` column (raw bytes written before) keeps storing the bytes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
+import json
 import logging
 import os
 import re
@@ -43,6 +52,7 @@ from connect.config_def import (
     ConfigValue,
     Importance,
     Range,
+    ValidString,
     non_empty_string,
 )
 from connect.data import DataException
@@ -65,6 +75,7 @@ PATH, TABLE, MASTER = "path", "table", "spark.master"
 FLUSH_SIZE, FLUSH_INTERVAL = "flush.size", "flush.interval.ms"
 PARTITION_BY, MODEL, INCLUDE_KEY = "partition.by", "value.schema.model", "include.key"
 TASK_ID = "task.id"
+VALUE_FORMAT = "value.format"
 _ONE_FILE_ROWS = 1_000_000
 _TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,2}$")
 _COLUMN = re.compile(r"^[^/=\\\s]+$")
@@ -137,6 +148,11 @@ CONFIG_DEF = (
             "Optional module:Class of a pydantic model defining the table's value columns; "
             "records that fail validation go to the errant record reporter.",
             group="Table", order_in_group=4)
+    .define(VALUE_FORMAT, ConfigType.STRING, "auto", ValidString(["auto", "json"]),
+            Importance.MEDIUM,
+            "json: byte values (ByteArrayConverter) are JSON objects the sink parses in bulk with "
+            "Arrow, the fast way to load JSON; auto: values as the converter gives them (bytes "
+            "are stored as a binary 'value' column).")
     .define(INCLUDE_KEY, ConfigType.BOOLEAN, False, None, Importance.LOW,
             "Add the record key as column _key.", group="Table", order_in_group=5)
     .define(MASTER, ConfigType.STRING, "local[*]", non_empty_string, Importance.MEDIUM,
@@ -196,6 +212,11 @@ class SparkSinkConnector(SinkConnector):
             "group's offsets would have no effect. To re-ingest, write to a new path or table.")
 
 
+def _loads(value: Any) -> Any:
+    """A ByteArrayConverter value decoded as JSON (None stays None); ValueError if not JSON."""
+    return json.loads(value) if isinstance(value, bytes | bytearray) else value
+
+
 # -- the task ---------------------------------------------------------------------------------
 @dataclass
 class _Buffer:
@@ -228,6 +249,10 @@ class SparkSinkTask(SinkTask):
         self.include_key: bool = cfg[INCLUDE_KEY]
         self.model = load_model(cfg[MODEL]) if cfg[MODEL] else None
         self.table_name: str | None = cfg[TABLE]
+        # ByteArrayConverter values: JSON texts this task parses itself, in bulk (Arrow's JSON
+        # reader) where it can; see _convert. Off for a table that stores them as binary 'value'.
+        self.bytes_values = cfg[VALUE_FORMAT] == "json"
+        self.raw_json = self.bytes_values
         self.lock = threading.RLock()
         self.buffers: dict[TP, _Buffer] = {}
         self.floor: dict[TP, int] = {}
@@ -277,6 +302,9 @@ class SparkSinkTask(SinkTask):
                 f"partition.by={','.join(self.partition_by)} differs from the table's "
                 f"{','.join(self.log.partition_by) or '(none)'} fixed in {self.log.commits_dir}")
         self.builder = sch.BatchBuilder(struct)
+        legacy = [(n, t) for n, t, _ in self.builder.value_fields] == [(sch.VALUE,
+                                                                       sch.BinaryType())]
+        self.raw_json = self.bytes_values and not legacy
 
     def _fix_schema(self) -> None:
         """First flush without a known schema: infer it from everything buffered."""
@@ -286,9 +314,14 @@ class SparkSinkTask(SinkTask):
         else:
             acc = sch.ValueTypeAccumulator()
             raw = [r for buf in self.buffers.values() for r in buf.raw]
-            for r in raw:
-                acc.add(r.value, r.value.schema if isinstance(r.value, sch.Struct)
-                        else r.value_schema)
+            if self.raw_json:  # JSON texts: infer from the decoded values (bad ones reported
+                for r in raw:  # when converted)
+                    with contextlib.suppress(ValueError):
+                        acc.add(_loads(r.value), None)
+            else:
+                for r in raw:
+                    acc.add(r.value, r.value.schema if isinstance(r.value, sch.Struct)
+                            else r.value_schema)
             self._set_struct(sch.table_struct(acc.struct(), self._key_type(raw),
                                               sch.DATE in self.partition_by))
             self.provisional = True
@@ -336,12 +369,26 @@ class SparkSinkTask(SinkTask):
         """An Arrow batch of ``records`` (one topic-partition); bad ones go to the reporter."""
         builder = self.builder
         assert builder is not None
+        raw_values: list[Any] = [r.value for r in records]
+        if self.raw_json:
+            if self.model is None and builder.json_schema is not None \
+                    and set(map(type, raw_values)) == {bytes}:
+                columns = sch.read_json_objects(raw_values, builder.json_schema)
+                if columns is not None:  # the fast path: the whole batch parsed by Arrow
+                    batch, bad = builder.build(
+                        [], [r.key for r in records] if builder.key_type is not None else [],
+                        tp[0], tp[1], [r.original_kafka_offset for r in records],
+                        [r.timestamp for r in records], value_columns=columns)
+                    for i, message in bad.items():  # keys only
+                        self._errant(records[i], message)
+                    return batch
+            records, raw_values = self._decode(records)  # record by record
         good: list[SinkRecord] = []
         values: list[dict[str, Any]] = []
         if self.model is not None:
-            for r in records:
+            for r, raw_value in zip(records, raw_values, strict=True):
                 try:
-                    row = self.model.model_validate(sch.value_columns(r.value))
+                    row = self.model.model_validate(sch.value_columns(raw_value))
                 except Exception as exc:
                     self._errant(r, f"does not match {self.model.__name__}: {exc}")
                     continue
@@ -349,7 +396,7 @@ class SparkSinkTask(SinkTask):
                 values.append(row.model_dump(by_alias=True))
         else:
             good = records
-            values = [sch.value_columns(r.value) for r in records]
+            values = [sch.value_columns(v) for v in raw_values]
             names = builder.value_names
             for v in values:
                 if not v.keys() <= names:
@@ -362,6 +409,21 @@ class SparkSinkTask(SinkTask):
         for i, message in bad.items():
             self._errant(good[i], message)
         return batch
+
+    def _decode(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], list[Any]]:
+        """The records whose (bytes) values are JSON, and their decoded values; the others go
+        to the reporter."""
+        good: list[SinkRecord] = []
+        values: list[Any] = []
+        for r in records:
+            try:
+                value = _loads(r.value)
+            except ValueError as exc:
+                self._errant(r, f"value is not JSON: {exc}")
+                continue
+            good.append(r)
+            values.append(value)
+        return good, values
 
     def _warn_unknown(self, fields: set[str]) -> None:
         new = fields - self.warned
