@@ -9,10 +9,13 @@ import os
 import signal
 import socket
 import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -78,3 +81,37 @@ def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> int | None
                 proc.kill()
             proc.wait(5)
     return proc.returncode
+
+
+def repo_env() -> dict[str, Any]:
+    """``Popen`` keywords that run ``python -m streams...`` from this checkout."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    return {"env": env, "cwd": str(REPO_ROOT)}
+
+
+def start_broker(procs: Processes, work: Path,
+                 timeout: float = 30.0) -> tuple[str, subprocess.Popen[bytes]]:
+    """The bundled broker in a child process (data and log under ``work``), once it accepts
+    connections. Kafka's 3 s ``group.initial.rebalance.delay.ms`` is 0, so group joins cost
+    the same for every side a benchmark compares."""
+    port = free_port()
+    props = work / "broker.properties"
+    props.write_text("group.initial.rebalance.delay.ms=0\n")
+    log_path = work / "broker.log"
+    proc = procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start",
+                        "--data-dir", str(work / "broker-data"), "--port", str(port),
+                        "--config", str(props)], log_path, **repo_env())
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"broker exited with {proc.returncode}: "
+                               + log_path.read_text(errors="replace")[-2000:])
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return f"127.0.0.1:{port}", proc
+        except OSError:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"broker not ready after {timeout:.0f} s; see {log_path}") \
+                    from None
+            time.sleep(0.05)

@@ -55,9 +55,16 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_common import Processes, free_port, process_cpu_seconds, raise_on_sigterm
+from bench_common import (
+    REPO_ROOT,
+    Processes,
+    free_port,
+    process_cpu_seconds,
+    raise_on_sigterm,
+    repo_env,
+    start_broker,
+)
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
@@ -128,39 +135,6 @@ def _check_alive(proc: subprocess.Popen[bytes], name: str, log_path: Path) -> No
     if proc.poll() is not None:
         raise RuntimeError(f"{name} exited with {proc.returncode}; log {log_path}:\n"
                            + log_path.read_text(errors="replace")[-2000:])
-
-
-def repo_env() -> dict[str, Any]:
-    """Run children from the repository with it on PYTHONPATH (works without an install)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
-    return {"env": env, "cwd": str(REPO_ROOT)}
-
-
-async def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
-    props = work / "broker.properties"
-    props.write_text("group.initial.rebalance.delay.ms=0\n")
-    log_path = work / "broker.log"
-    proc = procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start",
-                        "--data-dir", str(work / "broker-data"), "--port", str(port),
-                        "--config", str(props)], log_path, **repo_env())
-    bootstrap = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        _check_alive(proc, "broker", log_path)
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=2000)
-        try:
-            await admin.start()
-            await admin.list_topics()
-            return bootstrap, proc
-        except Exception:
-            if time.monotonic() > deadline:
-                raise RuntimeError("broker not ready after 30s") from None
-            await asyncio.sleep(0.2)
-        finally:
-            with contextlib.suppress(Exception):
-                await admin.close()
 
 
 def rest(url: str, method: str = "GET", body: Any = None) -> Any:
@@ -385,7 +359,7 @@ class Profiler:
 
 
 async def run(args: argparse.Namespace, procs: Processes, work: Path) -> dict[str, PathResult]:
-    bootstrap, broker = await start_broker(procs, work)
+    bootstrap, broker = start_broker(procs, work)
     print(f"  broker on {bootstrap} (pid {broker.pid}, data in {work / 'broker-data'})",
           flush=True)
     url, worker = await start_worker(procs, work, bootstrap)

@@ -51,12 +51,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_common import Processes, free_port, raise_on_sigterm
+from bench_common import REPO_ROOT, Processes, raise_on_sigterm, start_broker
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO_ROOT))
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition  # noqa: E402
+from aiokafka import AIOKafkaProducer  # noqa: E402
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 
 TARGET = 0.8
@@ -95,31 +94,6 @@ def make_row(n: int) -> dict[str, Any]:
 # broker and data
 
 
-def start_broker(procs: Processes, work: Path) -> str:
-    port = free_port()
-    props = work / "broker.properties"
-    props.write_text("group.initial.rebalance.delay.ms=0\n")  # Kafka's 3 s: not the sink's
-    procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start", "--data-dir",
-                 str(work / "broker"), "--port", str(port), "--config", str(props)],
-                work / "broker.log", cwd=REPO_ROOT)
-    bootstrap = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            asyncio.run(_metadata(bootstrap))
-            return bootstrap
-        except Exception:
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"broker did not start; see {work / 'broker.log'}") from None
-            time.sleep(0.2)
-
-
-async def _metadata(bootstrap: str) -> None:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-    await admin.start()
-    await admin.close()
-
-
 async def produce(bootstrap: str, rows: int) -> None:
     admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
     await admin.start()
@@ -138,21 +112,6 @@ async def produce(bootstrap: str, rows: int) -> None:
         await producer.flush()
     finally:
         await producer.stop()
-
-
-async def committed(bootstrap: str, group: str) -> int:
-    """Offsets committed by a consumer group over the topic's partitions."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                enable_auto_commit=False)
-    await consumer.start()
-    try:
-        total = 0
-        for p in range(PARTITIONS):
-            offset = await consumer.committed(TopicPartition(TOPIC, p))
-            total += offset or 0
-        return total
-    finally:
-        await consumer.stop()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -268,7 +227,6 @@ def main() -> int:
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)  # refused connects while starting
     signal.signal(signal.SIGTERM, raise_on_sigterm)
     work = Path(tempfile.mkdtemp(prefix="spark-perf-"))
     procs = Processes()
@@ -276,7 +234,7 @@ def main() -> int:
     try:
         from streams.spark import get_spark_session
 
-        bootstrap = start_broker(procs, work)
+        bootstrap, _broker = start_broker(procs, work)
         asyncio.run(produce(bootstrap, args.rows))
         print(f"{args.rows:,} rows in {TOPIC} ({PARTITIONS} partitions); starting Spark",
               flush=True)

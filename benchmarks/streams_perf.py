@@ -56,7 +56,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_common import Processes, free_port, process_cpu_seconds, raise_on_sigterm
+from bench_common import REPO_ROOT, Processes, process_cpu_seconds, raise_on_sigterm, start_broker
 
 try:
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -67,7 +67,6 @@ except ImportError:  # pragma: no cover - reported to the user
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import streams_perf_apps as apps  # noqa: E402
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 APPS = Path(apps.__file__).resolve()
 QUIX_VERSION = "3.28.1"
 WORKLOADS = ("filter_map", "count", "window_count", "join")
@@ -83,30 +82,6 @@ AGENTS = ("Mozilla/5.0 (X11; Linux x86_64) Firefox/128.0",
 
 # ------------------------------------------------------------------------------------------------
 # processes
-
-
-def start_broker(procs: Processes, work: Path) -> tuple[str, subprocess.Popen[bytes]]:
-    port = free_port()
-    props = work / "broker.properties"
-    props.write_text("group.initial.rebalance.delay.ms=0\n")
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get(
-        "PYTHONPATH", ""))
-    proc = procs.start([sys.executable, "-m", "streams.cli.main", "broker", "start",
-                        "--data-dir", str(work / "broker-data"), "--port", str(port),
-                        "--config", str(props)], work / "broker.log", env=env,
-                       cwd=str(REPO_ROOT))
-    bootstrap = f"127.0.0.1:{port}"
-    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 2})
-    deadline = time.monotonic() + 30
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError("broker exited: " + (work / "broker.log").read_text()[-2000:])
-        try:
-            admin.list_topics(timeout=1.0)
-            return bootstrap, proc
-        except KafkaException:
-            if time.monotonic() > deadline:
-                raise RuntimeError("broker not ready after 30 s") from None
 
 
 def create_topics(bootstrap: str, topics: dict[str, int], compacted: bool = False) -> None:
