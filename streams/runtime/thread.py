@@ -88,6 +88,10 @@ class StreamThread:
         self.globals: GlobalStores | None = None
         self.in_txn = False
         self.pending_commit: asyncio.Task[None] | None = None  # EOS commit finishing
+        # Bumped when a rebalance starts and when it ends: records are processed only by the
+        # assignment they were fetched for.
+        self.assignment_version = 0
+        self.rebalancing = False
         self.generation = -1
         self.shutting_down = False
         self.last_commit = time.monotonic()
@@ -151,6 +155,7 @@ class StreamThread:
     async def _run_generation(self, stop: asyncio.Event) -> None:
         self._new_clients()
         self.failure = None
+        self.rebalancing = False
         assert self.consumer is not None and self.producer is not None
         await self.producer.start()
         self.in_txn = False
@@ -162,15 +167,16 @@ class StreamThread:
             self.consumer.subscribe(self.layout.source_topics(), listener=_Listener(self))
             await self.consumer.start()
             while not stop.is_set():
-                if self.pending_commit is not None and not self._has_work():
-                    async with self.lock:
-                        await self._await_commit()
-                busy = self._has_work() or self.collector.pending()  # type: ignore[union-attr]
-                batch = await self.consumer.getmany(timeout_ms=0 if busy else self.config.poll_ms)
+                batch, assignment = await self._poll()
                 if self.failure is not None:
                     failure, self.failure = self.failure, None
                     raise TaskMigrated(repr(failure)) from failure
                 async with self.lock:
+                    if assignment != self.assignment_version:
+                        # Taken from the fetcher during or before a rebalance that has run
+                        # since: the consumer restarts from the committed offsets, which
+                        # do not cover these records, so they come again.
+                        batch = {}
                     await self._iteration(batch)
             async with self.lock:
                 self.shutting_down = True
@@ -192,6 +198,43 @@ class StreamThread:
             raise
         finally:
             await self._stop_clients(leave=clean)
+
+    async def _poll(self) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+        """The next records and the assignment they belong to (None: taken mid-rebalance)."""
+        assert self.collector is not None
+        if self.pending_commit is not None and not self._has_work():
+            batch, assignment = await self._fetch_while_committing()
+            if batch:
+                return batch, assignment
+            if self.pending_commit is not None and self.pending_commit.done():
+                async with self.lock:
+                    await self._await_commit()
+        busy = self._has_work() or self.collector.pending()
+        return await self._getmany(0 if busy else self.config.poll_ms)
+
+    async def _getmany(self, timeout_ms: int) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+        assert self.consumer is not None
+        batch = await self.consumer.getmany(timeout_ms=timeout_ms)
+        # Read in the same step as the fetcher handed the records over.
+        return batch, None if self.rebalancing else self.assignment_version
+
+    async def _fetch_while_committing(self) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+        """Nothing buffered while the EOS commit is in flight: wait for whichever comes first,
+        new records (processed while the commit goes on) or the commit (so its held output
+        is sent at once rather than after a poll timeout)."""
+        assert self.pending_commit is not None
+        fetch = asyncio.ensure_future(self._getmany(self.config.poll_ms))
+        try:
+            await asyncio.wait({fetch, self.pending_commit}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            if not fetch.done():
+                fetch.cancel()
+        try:
+            return await fetch
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # we are being cancelled, not just the fetch
+            return {}, None
 
     async def _deliver_before_failing(self) -> None:
         """An exception handler said FAIL: under at_least_once, deliver what was produced so
@@ -495,6 +538,8 @@ class StreamThread:
             self.app._set_state("RUNNING")
 
     async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+        self.assignment_version += 1
+        self.rebalancing = True
         if self.shutting_down or self.consumer is None or self.failure is not None:
             return
         async with self.lock:
@@ -511,6 +556,8 @@ class StreamThread:
             self.idle_since.clear()
 
     async def on_assigned(self, assigned: list[TopicPartition]) -> None:
+        self.assignment_version += 1
+        self.rebalancing = False
         if self.shutting_down or self.consumer is None or self.failure is not None:
             return
         assert self.layout is not None
