@@ -101,6 +101,7 @@ def run_ours(args: argparse.Namespace) -> None:
 
 
 def run_hand(args: argparse.Namespace) -> None:
+    import orjson  # the JSON library our JsonSerde and Quix Streams use
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
     commit_every_s = 5.0
@@ -118,7 +119,7 @@ def run_hand(args: argparse.Namespace) -> None:
             while any([await consumer.position(tp) < ends[tp] for tp in tps]):
                 for records in (await consumer.getmany(timeout_ms=100)).values():
                     for r in records:
-                        users[r.key.decode()] = json.loads(r.value)
+                        users[r.key.decode()] = orjson.loads(r.value)
             return users
         finally:
             await consumer.stop()
@@ -146,22 +147,22 @@ def run_hand(args: argparse.Namespace) -> None:
                 for records in batch.values():
                     for r in records:
                         key = r.key.decode()
-                        view = json.loads(r.value)
+                        view = orjson.loads(r.value)
                         if w == "filter_map":
                             if keep(view):
-                                await send(out, json.dumps(mapped(view)).encode(), key=r.key)
+                                await send(out, orjson.dumps(mapped(view)), key=r.key)
                         elif w == "count":
                             c = counts[key] = counts.get(key, 0) + 1
                             await send(out, c.to_bytes(8, "big"), key=r.key)
                         elif w == "window_count":
                             start = window_start(r.timestamp)
                             c = wcounts[(key, start)] = wcounts.get((key, start), 0) + 1
-                            await send(out, json.dumps({"start": start, "count": c}).encode(),
+                            await send(out, orjson.dumps({"start": start, "count": c}),
                                        key=r.key)
                         else:
                             user = users.get(key)
                             if user is not None:
-                                await send(out, json.dumps(joined(view, user)).encode(),
+                                await send(out, orjson.dumps(joined(view, user)),
                                            key=r.key)
                 if loop.time() - last_commit >= commit_every_s:
                     await producer.flush()

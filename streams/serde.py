@@ -7,8 +7,11 @@ tombstones and null keys), never an encoded empty value.
 from __future__ import annotations
 
 import json
+import re
 import struct
 from typing import Any, Generic, TypeVar
+
+import orjson
 
 T = TypeVar("T")
 
@@ -124,16 +127,42 @@ class BytesSerde(Serde[bytes]):
         return bytes(data)
 
 
+# orjson reads integers beyond 64 bits as floats; such a number has at least 19 digits.
+_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+
+
 class JsonSerde(Serde[Any]):
-    """UTF-8 JSON, compact separators (what Kafka Connect's JsonConverter without schemas reads)."""
+    """UTF-8 JSON, compact separators (what Kafka Connect's JsonConverter without schemas reads).
+
+    orjson does the work (several times faster than ``json`` on the per-record hot path); the
+    standard library takes over wherever orjson would differ from it, so the bytes and values
+    are the same as ``json.dumps(separators=(",", ":"), ensure_ascii=False)`` / ``json.loads``:
+    integers beyond 64 bits, NaN and infinities (orjson writes null), tuple subclasses, and
+    input orjson refuses (``NaN`` literals; truly bad input then fails with json's message).
+    Types json cannot write but orjson can (datetime, UUID, dataclasses) are written by orjson.
+    """
 
     name = "json"
 
     def to_bytes(self, value: Any) -> bytes:
+        try:
+            data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+        except TypeError:  # e.g. an int beyond 64 bits, a namedtuple: json's rules decide
+            return self._stdlib_dumps(value)
+        if b"null" in data and value is not None:  # maybe a NaN/inf orjson wrote as null
+            return self._stdlib_dumps(value)
+        return data
+
+    @staticmethod
+    def _stdlib_dumps(value: Any) -> bytes:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     def from_bytes(self, data: bytes) -> Any:
-        # Decoding to str first skips json.loads' encoding detection on bytes (hot path).
+        if _LONG_DIGIT_RUN.search(data) is None:
+            try:
+                return orjson.loads(data)
+            except orjson.JSONDecodeError:
+                pass  # json.loads reads what it reads (NaN), or raises its own message
         return json.loads(bytes(data).decode("utf-8"))
 
 
