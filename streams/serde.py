@@ -7,7 +7,6 @@ tombstones and null keys), never an encoded empty value.
 from __future__ import annotations
 
 import json
-import re
 import struct
 from typing import Any, Generic, TypeVar
 
@@ -127,19 +126,23 @@ class BytesSerde(Serde[bytes]):
         return bytes(data)
 
 
-# orjson reads integers beyond 64 bits as floats; such a number has at least 19 digits.
-_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
+# orjson reads integers beyond 64 bits as floats; such a number has a run of 19 digits or
+# more. Found by mapping digits to "0" and the rest to " " (bytes.translate and a substring
+# search cost a third of what a regular expression does).
+_DIGITS_TO_ZERO = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+_LONG_DIGIT_RUN = b"0" * 19
 
 
 class JsonSerde(Serde[Any]):
     """UTF-8 JSON, compact separators (what Kafka Connect's JsonConverter without schemas reads).
 
     orjson does the work (several times faster than ``json`` on the per-record hot path); the
-    standard library takes over wherever orjson would differ from it, so the bytes and values
-    are the same as ``json.dumps(separators=(",", ":"), ensure_ascii=False)`` / ``json.loads``:
-    integers beyond 64 bits, NaN and infinities (orjson writes null), tuple subclasses, and
-    input orjson refuses (``NaN`` literals; truly bad input then fails with json's message).
-    Types json cannot write but orjson can (datetime, UUID, dataclasses) are written by orjson.
+    standard library takes over wherever orjson would change a value: integers beyond 64 bits
+    (orjson reads them as floats, refuses to write them), NaN and infinities (orjson writes
+    null), tuple subclasses, and input orjson refuses (``NaN`` literals; truly bad input then
+    fails with json's message). Floats may be spelled differently from ``json.dumps``
+    (0.000015 for 1.5e-05); they read back to the same value. Types json cannot write but
+    orjson can (datetime, UUID, dataclasses) are written by orjson.
     """
 
     name = "json"
@@ -149,7 +152,7 @@ class JsonSerde(Serde[Any]):
             data = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
         except TypeError:  # e.g. an int beyond 64 bits, a namedtuple: json's rules decide
             return self._stdlib_dumps(value)
-        if b"null" in data and value is not None:  # maybe a NaN/inf orjson wrote as null
+        if b"null" in data and value is not None:  # maybe a NaN or infinity orjson nulled
             return self._stdlib_dumps(value)
         return data
 
@@ -158,7 +161,7 @@ class JsonSerde(Serde[Any]):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
 
     def from_bytes(self, data: bytes) -> Any:
-        if _LONG_DIGIT_RUN.search(data) is None:
+        if _LONG_DIGIT_RUN not in bytes(data).translate(_DIGITS_TO_ZERO):
             try:
                 return orjson.loads(data)
             except orjson.JSONDecodeError:

@@ -74,6 +74,26 @@ class TimeWindowAggregateProcessor(_WindowedAggregateBase):
         super().__init__(store_name, initializer, aggregator, emit_on_close)
         self.windows = windows
 
+    def init(self, context: Any) -> None:
+        super().init(context)
+        # Emitting on every update: with the record cache, updates wait in the store's cache
+        # and only the latest per window is forwarded when it flushes (as in Kafka).
+        self._node = getattr(context, "current_node", None)
+        self._listener = self._flushed
+        self._cached: bool | None = None  # decided at the first record, once all are inited
+        enable = getattr(self.store, "enable_caching", None)
+        if (not self.emit_on_close and enable is not None and self._node is not None
+                and hasattr(context, "forward_from")):
+            enable(self._listener)
+
+    def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
+        key, start = key
+        headers, metadata = context if context is not None else ((), None)
+        window = Window(start, start + self.windows.size_ms)
+        self.context.forward_from(
+            self._node, Record(Windowed(key, window), Change(new, old), timestamp, headers),
+            metadata)
+
     def process(self, record: Record[Any, Any]) -> None:
         key = record.key
         if key is None:
@@ -84,6 +104,9 @@ class TimeWindowAggregateProcessor(_WindowedAggregateBase):
         close_time = self.observed - self.windows.grace_ms
         if self.emit_on_close:
             self._maybe_emit_final(record, close_time)
+        cached = self._cached
+        if cached is None:  # (a second writer would have turned the cache off)
+            cached = self._cached = getattr(self.store, "cache_listener", None) is self._listener
         store = self.store
         for start, window in self.windows.windows_for(timestamp).items():
             if window.end <= close_time:
@@ -97,6 +120,10 @@ class TimeWindowAggregateProcessor(_WindowedAggregateBase):
                 old, old_ts = found
                 new_ts = max(timestamp, old_ts)
                 new = self.aggregator(key, record.value, old)
+            if cached:
+                store.put(key, new, start, new_ts,
+                          (record.headers, self.context.record_metadata()))
+                continue
             store.put(key, new, start, new_ts)
             if not self.emit_on_close:
                 self.context.forward(Record(Windowed(key, window), Change(new, old), new_ts,

@@ -16,7 +16,7 @@ are estimates (key bytes + shallow value size + entry overhead), not exact memor
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 ENTRY_OVERHEAD = 64
@@ -132,3 +132,78 @@ class StoreCache:
             self.budget.used -= entry.size
         self.entries.clear()
         self.dirty = 0
+
+
+class CachingStore:
+    """What key-value and window stores share to take part in the record cache.
+
+    The store provides ``_store_value(key_bytes, value, timestamp)`` (serialize, write,
+    changelog) and ``_read_inner(key_bytes)`` (the stored ``(value, timestamp)`` or None); it
+    calls ``_init_caching()`` in its constructor.
+    """
+
+    cache: StoreCache | None
+    _budget: CacheBudget | None
+
+    def _init_caching(self) -> None:
+        self.cache = None  # active: a processor forwards what it flushes
+        self._budget = None
+
+    def _store_value(self, key_bytes: bytes, value: Any, timestamp: int) -> None:
+        raise NotImplementedError
+
+    def _read_inner(self, key_bytes: bytes) -> tuple[Any, int] | None:
+        raise NotImplementedError
+
+    def attach_cache(self, budget: CacheBudget) -> None:
+        """Allow caching (the task does this for stores with a single processor)."""
+        self._budget = budget
+
+    def enable_caching(self, listener: FlushListener) -> bool:
+        """Called by the processor that writes this store; True if writes are now cached and
+        reach ``listener`` on flush instead of being forwarded by the processor."""
+        if self._budget is None or self._budget.max_bytes <= 0:
+            return False
+        if self.cache is not None:  # a second writer: nobody caches
+            self.cache = None
+            self._budget = None
+            return False
+        self.cache = StoreCache(self._budget, self._store_value, self._read_inner, listener)
+        return True
+
+    @property
+    def cache_listener(self) -> FlushListener | None:
+        return None if self.cache is None else self.cache.listener
+
+    def flush_cache(self) -> bool:
+        """Write and forward the cached changes; True if there were any."""
+        return self.cache.flush() if self.cache is not None else False
+
+    def _clear_cache(self) -> None:
+        if self.cache is not None:
+            self.cache.clear()
+
+
+def overlay_sorted(stored: Iterator[tuple[bytes, Any]], overlay: list[tuple[bytes, CacheEntry]],
+                   reverse: bool) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
+    """Merge a store scan ``(sort key, raw)`` with dirty cache entries sorted the same way:
+    yields ``(sort key, raw, None)`` for store items and ``(sort key, None, entry)`` where the
+    cache has the newer value (it wins on equal keys); deletions waiting in the cache hide the
+    stored item and yield nothing."""
+    pending = iter(overlay)
+    nxt = next(pending, None)
+    for key, raw in stored:
+        while nxt is not None and (nxt[0] > key if reverse else nxt[0] < key):
+            if nxt[1].value is not None:
+                yield nxt[0], None, nxt[1]
+            nxt = next(pending, None)
+        if nxt is not None and nxt[0] == key:
+            if nxt[1].value is not None:
+                yield key, None, nxt[1]
+            nxt = next(pending, None)
+            continue
+        yield key, raw, None
+    while nxt is not None:
+        if nxt[1].value is not None:
+            yield nxt[0], None, nxt[1]
+        nxt = next(pending, None)

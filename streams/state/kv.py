@@ -8,13 +8,13 @@ from typing import Any
 
 from ..serde import Serde
 from .api import BytesKeyValueStore, ChangeLogger
-from .cache import CacheBudget, FlushListener, StoreCache
+from .cache import CachingStore, overlay_sorted
 
 _TS = struct.Struct(">q")
 NO_TIMESTAMP = -1
 
 
-class KeyValueStore:
+class KeyValueStore(CachingStore):
     """Typed view over a bytes store, ordered by serialized key like Kafka's.
 
     With ``timestamped`` the stored value is ``[timestamp: 8 bytes][value]`` (Kafka's
@@ -42,8 +42,7 @@ class KeyValueStore:
         self.value_serde = value_serde
         self.timestamped = timestamped
         self.logger = logger
-        self.cache: StoreCache | None = None  # active: a processor forwards what it flushes
-        self._budget: CacheBudget | None = None
+        self._init_caching()
 
     @property
     def persistent(self) -> bool:
@@ -109,25 +108,13 @@ class KeyValueStore:
     def _merged(self, stored: Iterator[tuple[bytes, bytes]], overlay: list[tuple[bytes, Any]],
                 reverse: bool) -> Iterator[tuple[Any, Any]]:
         """The store's entries with the cache's dirty entries laid over them, in key order."""
-        pending = iter(overlay)
-        nxt = next(pending, None)
-        for key, raw in stored:
-            while nxt is not None and (nxt[0] > key if reverse else nxt[0] < key):
-                if nxt[1].value is not None:
-                    yield nxt[1].key, nxt[1].value
-                nxt = next(pending, None)
-            if nxt is not None and nxt[0] == key:
-                if nxt[1].value is not None:
-                    yield nxt[1].key, nxt[1].value
-                nxt = next(pending, None)
+        for key, raw, entry in overlay_sorted(stored, overlay, reverse):
+            if entry is not None:
+                yield entry.key, entry.value
                 continue
             decoded = self._decode(raw)
             assert decoded is not None
             yield self.key_serde.deserialize(self.name, key), decoded[0]
-        while nxt is not None:
-            if nxt[1].value is not None:
-                yield nxt[1].key, nxt[1].value
-            nxt = next(pending, None)
 
     def approximate_num_entries(self) -> int:
         count = self.inner.approximate_num_entries()
@@ -147,9 +134,9 @@ class KeyValueStore:
         if self.cache is not None:
             self.cache.put(key_bytes, key, value, timestamp, context)
             return
-        self._write(key_bytes, value, timestamp)
+        self._store_value(key_bytes, value, timestamp)
 
-    def _write(self, key_bytes: bytes, value: Any, timestamp: int) -> None:
+    def _store_value(self, key_bytes: bytes, value: Any, timestamp: int) -> None:
         value_bytes = self.value_serde.serialize(self.name, value)
         if value_bytes is None:
             self.inner.put(key_bytes, None)
@@ -179,30 +166,6 @@ class KeyValueStore:
 
     # -- caching ------------------------------------------------------------------------------
 
-    def attach_cache(self, budget: CacheBudget) -> None:
-        """Allow caching (the task does this for stores with a single processor)."""
-        self._budget = budget
-
-    def enable_caching(self, listener: FlushListener) -> bool:
-        """Called by the processor that writes this store; True if writes are now cached and
-        reach ``listener`` on flush instead of being forwarded by the processor."""
-        if self._budget is None or self._budget.max_bytes <= 0:
-            return False
-        if self.cache is not None:  # a second writer: nobody caches
-            self.cache = None
-            self._budget = None
-            return False
-        self.cache = StoreCache(self._budget, self._write, self._read_inner, listener)
-        return True
-
-    @property
-    def cache_listener(self) -> FlushListener | None:
-        return None if self.cache is None else self.cache.listener
-
-    def flush_cache(self) -> bool:
-        """Write and forward the cached changes; True if there were any."""
-        return self.cache.flush() if self.cache is not None else False
-
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Apply one changelog record (no logging: it came from the changelog)."""
         if self.cache is not None:
@@ -219,11 +182,9 @@ class KeyValueStore:
         self.inner.flush()
 
     def close(self) -> None:
-        if self.cache is not None:
-            self.cache.clear()
+        self._clear_cache()
         self.inner.close()
 
     def wipe(self) -> None:
-        if self.cache is not None:
-            self.cache.clear()
+        self._clear_cache()
         self.inner.wipe()

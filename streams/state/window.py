@@ -40,6 +40,12 @@ API (``key`` is the typed key; iterators are in ascending order unless ``backwar
     restore(key_bytes, value_bytes, timestamp); flush(); close(); wipe()
 
 ``Windowed.window`` is ``Window(start, start + window_size_ms)``.
+
+Caching (Kafka's CachingWindowStore): a store without ``retain_duplicates`` written by one
+processor may cache, as key-value stores do (cache.py): ``put`` lands in the record cache under
+the store key, every read lays the cache's dirty entries over the store, and a flush (commit,
+eviction) writes, changelogs and hands each change to the processor's listener with the typed
+key ``(key, window_start)``.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from typing import Any
 from ..serde import Serde
 from ..windowing import Window, Windowed
 from .api import BytesKeyValueStore, ChangeLogger
+from .cache import CacheBudget, CacheEntry, CachingStore, overlay_sorted
 
 log = logging.getLogger(__name__)
 
@@ -136,7 +143,7 @@ class _TimeIndexed:
         self._cleaned_to = None
 
 
-class WindowStore(_TimeIndexed):
+class WindowStore(CachingStore, _TimeIndexed):
     """Typed window store over bytes stores; see the module docstring for the API."""
 
     def __init__(
@@ -161,6 +168,7 @@ class WindowStore(_TimeIndexed):
         self.timestamped = timestamped
         self.logger = logger
         self._seqnum = 0
+        self._init_caching()
 
     # -- encoding -----------------------------------------------------------------------------
 
@@ -192,13 +200,14 @@ class WindowStore(_TimeIndexed):
     # -- writes -------------------------------------------------------------------------------
 
     def put(self, key: Any, value: Any, window_start: int,
-            timestamp: int = NO_TIMESTAMP) -> None:
+            timestamp: int = NO_TIMESTAMP, context: Any = None) -> None:
+        """Write (into the cache when caching is on; ``context`` is handed back to the flush
+        listener with the change)."""
         if window_start < 0:
             raise ValueError(f"window store {self.name}: window start must be >= 0, "
                              f"got {window_start}")
         key_bytes = self._key(key)
-        value_bytes = self.value_serde.serialize(self.name, value)
-        if value_bytes is None and self.retain_duplicates:
+        if value is None and self.retain_duplicates:
             return
         self._advance(window_start)
         if window_start <= self._cutoff():
@@ -208,6 +217,13 @@ class WindowStore(_TimeIndexed):
         if self.retain_duplicates:
             self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
         primary = key_bytes + _LONG.pack(window_start) + _INT.pack(self._seqnum)
+        if self.cache is not None:
+            self.cache.put(primary, (key, window_start), value, timestamp, context)
+            return
+        self._store_value(primary, value, timestamp)
+
+    def _store_value(self, primary: bytes, value: Any, timestamp: int) -> None:
+        value_bytes = self.value_serde.serialize(self.name, value)
         if value_bytes is None:
             stored = None
         elif self.timestamped:
@@ -218,8 +234,14 @@ class WindowStore(_TimeIndexed):
         if self.logger is not None:
             self.logger(primary, value_bytes, timestamp)
 
+    def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
+        stored = self.inner.get(primary)
+        return None if stored is None else self._decode(stored)
+
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Apply one changelog record (not logged again)."""
+        if self.cache is not None:
+            self.cache.discard(key)
         start = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
         self._advance(start)
         if start <= self._cutoff():
@@ -227,6 +249,28 @@ class WindowStore(_TimeIndexed):
         if value is not None and self.timestamped:
             value = _LONG.pack(timestamp) + value
         self._write(key, value)
+
+    # -- caching ------------------------------------------------------------------------------
+
+    def attach_cache(self, budget: CacheBudget) -> None:
+        if not self.retain_duplicates:  # join buffers keep every value: nothing to dedupe
+            super().attach_cache(budget)
+
+    def flush(self) -> None:
+        self.flush_cache()
+        super().flush()
+
+    def close(self) -> None:
+        self._clear_cache()
+        super().close()
+
+    def wipe(self) -> None:
+        self._clear_cache()
+        super().wipe()
+
+    def _dirty(self, lo: bytes | None, hi: bytes | None,
+               reverse: bool) -> list[tuple[bytes, CacheEntry]]:
+        return self.cache.dirty_in_range(lo, hi, reverse) if self.cache is not None else []
 
     # -- single-key reads ---------------------------------------------------------------------
 
@@ -243,7 +287,12 @@ class WindowStore(_TimeIndexed):
             return None
         key_bytes = self._key(key)
         if not self.retain_duplicates:
-            stored = self.inner.get(key_bytes + _LONG.pack(window_start) + _INT.pack(0))
+            primary = key_bytes + _LONG.pack(window_start) + _INT.pack(0)
+            if self.cache is not None:
+                entry = self.cache.entries.get(primary)
+                if entry is not None:
+                    return None if entry.value is None else (entry.value, entry.timestamp)
+            stored = self.inner.get(primary)
             return None if stored is None else self._decode(stored)
         for _, value, ts in self._scan_key(key_bytes, window_start, window_start, False):
             return value, ts
@@ -269,11 +318,20 @@ class WindowStore(_TimeIndexed):
         lo = key_bytes + _LONG.pack(low) + _INT.pack(0)
         hi = key_bytes + _LONG.pack(time_to) + b"\xff\xff\xff\xff"
         size = len(key_bytes)
-        for primary, stored in self.inner.range(lo, hi, backward):
+        for primary, stored, entry in self._merged(lo, hi, backward):
             if len(primary) - _SUFFIX != size:  # a longer key sharing this prefix
                 continue
-            value, ts = self._decode(stored)
+            value, ts = self._decode(stored) if entry is None else (entry.value, entry.timestamp)
             yield _LONG.unpack_from(primary, size)[0], value, ts
+
+    def _merged(self, lo: bytes | None, hi: bytes | None,
+                backward: bool) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
+        """A primary-key scan with the cache's dirty entries laid over it."""
+        stored = self.inner.range(lo, hi, backward)
+        overlay = self._dirty(lo, hi, backward)
+        if not overlay:
+            return ((primary, raw, None) for primary, raw in stored)
+        return overlay_sorted(stored, overlay, backward)
 
     # -- multi-key reads ----------------------------------------------------------------------
 
@@ -287,13 +345,14 @@ class WindowStore(_TimeIndexed):
         kt = None if key_to is None else self._key(key_to)
         lo = kf
         hi = None if kt is None else kt + b"\xff" * _SUFFIX
-        for primary, stored in self.inner.range(lo, hi, False):
+        for primary, stored, entry in self._merged(lo, hi, False):
             key_bytes = primary[:-_SUFFIX]
             if (kf is not None and key_bytes < kf) or (kt is not None and key_bytes > kt):
                 continue
             start = _LONG.unpack_from(primary, len(key_bytes))[0]
             if low <= start <= time_to:
-                yield self._windowed(key_bytes, start), self._decode(stored)[0]
+                value = self._decode(stored)[0] if entry is None else entry.value
+                yield self._windowed(key_bytes, start), value
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[Any], Any]]:
         return ((windowed, value) for windowed, value, _ in
@@ -315,14 +374,26 @@ class WindowStore(_TimeIndexed):
         if time_to < low:
             return
         hi = _LONG.pack(time_to + 1) if time_to < _MAX_TS else None
-        for index_key, _ in self.index.range(_LONG.pack(low), hi, backward):
+        scan = self.index.range(_LONG.pack(low), hi, backward)
+        overlay = [(self._index_key(primary), entry) for primary, entry
+                   in self._dirty(None, None, backward)
+                   if low <= _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= time_to]
+        if overlay:
+            overlay.sort(key=lambda item: item[0], reverse=backward)
+            merged = overlay_sorted(scan, overlay, backward)
+        else:
+            merged = ((index_key, raw, None) for index_key, raw in scan)
+        for index_key, _, entry in merged:
             start = _LONG.unpack_from(index_key)[0]
             if start > time_to:
                 continue
-            stored = self.inner.get(self._primary_from_index(index_key))
-            if stored is None:
-                continue
-            value, ts = self._decode(stored)
+            if entry is not None:
+                value, ts = entry.value, entry.timestamp
+            else:
+                stored = self.inner.get(self._primary_from_index(index_key))
+                if stored is None:
+                    continue
+                value, ts = self._decode(stored)
             yield self._windowed(index_key[8:-4], start), value, ts
 
 

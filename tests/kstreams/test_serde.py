@@ -3,6 +3,7 @@ errors that name the topic, and serde names from config files."""
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -76,6 +77,41 @@ def test_none_is_null_both_ways(serde) -> None:
 def test_empty_string_is_not_null() -> None:
     assert Serdes.string().serialize("t", "") == b""
     assert Serdes.string().deserialize("t", b"") == ""
+
+
+JSON_EDGE_VALUES = [
+    {"a": [1, None, "\u00e9\U0001f600"], "b": {"c": True}},
+    {1: "int key", 2: "another", None: "none key"},
+    2**70, -(2**64), {"big": 123456789012345678901234567890},
+    {"x": math.nan, "y": [math.inf, -math.inf]},
+    (1, 2), 2**63 - 1, "quote \" and \\ and \n",
+]
+
+
+@pytest.mark.parametrize("value", JSON_EDGE_VALUES, ids=range(len(JSON_EDGE_VALUES)))
+def test_json_serde_writes_and_reads_what_the_json_module_does(value) -> None:
+    """orjson does the work, but where it differs (ints beyond 64 bits, NaN, non-str keys) the
+    bytes and values must still be json.dumps/json.loads' (nothing silently becomes a float
+    or a null)."""
+    data = Serdes.json().serialize("t", value)
+    assert data == json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    back = Serdes.json().deserialize("t", data)
+    assert repr(back) == repr(json.loads(data))
+
+
+@pytest.mark.parametrize("value", [0.1, 2.5, 1e16, 1.5e16, 1e-7, 1.5e-5, 2e-10, 3e-100,
+                                   -0.0, 123456.789, 5e-324, 1.7976931348623157e308])
+def test_json_serde_floats_read_back_to_the_same_value(value) -> None:
+    data = Serdes.json().serialize("t", {"v": value})
+    assert json.loads(data)["v"] == value  # the spelling may differ from json.dumps'
+    assert Serdes.json().deserialize("t", data)["v"] == value
+
+
+def test_json_serde_reads_big_numbers_and_nan_literals_exactly() -> None:
+    serde = Serdes.json()
+    assert serde.deserialize("t", b'{"n":-123456789012345678901}') == {"n": -123456789012345678901}
+    assert serde.deserialize("t", b"[12345678901234567890]") == [12345678901234567890]
+    assert math.isnan(serde.deserialize("t", b'{"v":NaN}')["v"])
 
 
 @pytest.mark.parametrize(("serde", "value"), [
