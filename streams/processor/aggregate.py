@@ -12,11 +12,12 @@ from collections.abc import Callable
 from typing import Any
 
 from .api import Change, Processor, Record
+from .cached import CacheForwarding
 
 log = logging.getLogger(__name__)
 
 
-class StreamAggregateProcessor(Processor[Any, Any]):
+class StreamAggregateProcessor(CacheForwarding, Processor[Any, Any]):
     """``KGroupedStream.aggregate`` (and count/reduce built on it).
 
     Records with a null key or a null value are skipped, as Kafka's KStreamAggregate does.
@@ -34,25 +35,13 @@ class StreamAggregateProcessor(Processor[Any, Any]):
     def init(self, context: Any) -> None:
         super().init(context)
         self.store = context.get_state_store(self.store_name)
-        self._node = getattr(context, "current_node", None)
-        self._listener = self._flushed
-        self._cached: bool | None = None  # decided at the first record, once all are inited
-        enable = getattr(self.store, "enable_caching", None)
-        if enable is not None and self._node is not None and hasattr(context, "forward_from"):
-            enable(self._listener)
-
-    def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
-        headers, metadata = context if context is not None else ((), None)
-        self.context.forward_from(self._node, Record(key, Change(new, old), timestamp, headers),
-                                  metadata)
+        self._init_cache_forwarding(context)
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None or record.value is None:
             log.debug("skipping record with null key or value in %s", self.store_name)
             return
-        cached = self._cached
-        if cached is None:
-            cached = self._cached = getattr(self.store, "cache_listener", None) is self._listener
+        cached = self._cache_active()
         found = self.store.get_with_timestamp(record.key)
         if found is None:
             old, timestamp = None, record.timestamp
@@ -65,8 +54,7 @@ class StreamAggregateProcessor(Processor[Any, Any]):
             timestamp = max(record.timestamp, old_ts)
             new = self.aggregator(record.key, record.value, old)
         if cached:
-            self.store.put(record.key, new, timestamp,
-                           (record.headers, self.context.record_metadata()))
+            self.store.put(record.key, new, timestamp, self._cache_context(record))
             return
         self.store.put(record.key, new, timestamp)
         self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))

@@ -26,6 +26,7 @@ from typing import Any
 
 from ..windowing import Window, Windowed
 from .api import Change, Processor, Record
+from .cached import CacheForwarding
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ class _WindowedAggregateBase(Processor[Any, Any]):
         self.last_emit_close_time = close_time
 
 
-class TimeWindowAggregateProcessor(_WindowedAggregateBase):
+class TimeWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
     """Tumbling and hopping windows (``TimeWindows``), epoch-aligned ``[start, start+size)``."""
 
     def __init__(self, store_name: str, windows: Any, initializer: Initializer,
@@ -78,21 +79,12 @@ class TimeWindowAggregateProcessor(_WindowedAggregateBase):
         super().init(context)
         # Emitting on every update: with the record cache, updates wait in the store's cache
         # and only the latest per window is forwarded when it flushes (as in Kafka).
-        self._node = getattr(context, "current_node", None)
-        self._listener = self._flushed
-        self._cached: bool | None = None  # decided at the first record, once all are inited
-        enable = getattr(self.store, "enable_caching", None)
-        if (not self.emit_on_close and enable is not None and self._node is not None
-                and hasattr(context, "forward_from")):
-            enable(self._listener)
+        self._init_cache_forwarding(context, enable=not self.emit_on_close)
 
     def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
-        key, start = key
-        headers, metadata = context if context is not None else ((), None)
-        window = Window(start, start + self.windows.size_ms)
-        self.context.forward_from(
-            self._node, Record(Windowed(key, window), Change(new, old), timestamp, headers),
-            metadata)
+        key, start = key  # the window store's cache key
+        windowed = Windowed(key, Window(start, start + self.windows.size_ms))
+        self._forward_flushed(windowed, new, old, timestamp, context)
 
     def process(self, record: Record[Any, Any]) -> None:
         key = record.key
@@ -104,9 +96,7 @@ class TimeWindowAggregateProcessor(_WindowedAggregateBase):
         close_time = self.observed - self.windows.grace_ms
         if self.emit_on_close:
             self._maybe_emit_final(record, close_time)
-        cached = self._cached
-        if cached is None:  # (a second writer would have turned the cache off)
-            cached = self._cached = getattr(self.store, "cache_listener", None) is self._listener
+        cached = self._cache_active()
         store = self.store
         for start, window in self.windows.windows_for(timestamp).items():
             if window.end <= close_time:
@@ -121,8 +111,7 @@ class TimeWindowAggregateProcessor(_WindowedAggregateBase):
                 new_ts = max(timestamp, old_ts)
                 new = self.aggregator(key, record.value, old)
             if cached:
-                store.put(key, new, start, new_ts,
-                          (record.headers, self.context.record_metadata()))
+                store.put(key, new, start, new_ts, self._cache_context(record))
                 continue
             store.put(key, new, start, new_ts)
             if not self.emit_on_close:
