@@ -203,18 +203,12 @@ def source_reads(spark: Any, bootstrap: str, rows: int, work: Path) -> dict[str,
 
 def worker_in_process(bootstrap: str, work: Path) -> Any:
     from connect.runtime.background import BackgroundWorker
-    from connect.runtime.config import WorkerConfig
-    from connect.runtime.standalone import StandaloneWorker
-
-    config = WorkerConfig.parse({
-        "bootstrap.servers": bootstrap, "listeners": "http://127.0.0.1:0",
-        "offset.storage.file.filename": str(work / "connect.offsets"),
+    return BackgroundWorker.standalone(bootstrap, work / "connect.offsets", {
         "offset.flush.interval.ms": "100",
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
     })
-    return BackgroundWorker(StandaloneWorker(config)).start()
 
 
 # ------------------------------------------------------------------------------------------------

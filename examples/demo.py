@@ -118,18 +118,12 @@ def start_spark_in_background() -> tuple[threading.Thread, dict[str, Any]]:
 
 def start_worker(bootstrap: str, root: Path) -> Any:
     from connect.runtime.background import BackgroundWorker
-    from connect.runtime.config import WorkerConfig
-    from connect.runtime.standalone import StandaloneWorker
-    config = WorkerConfig.parse({
-        "bootstrap.servers": bootstrap,
-        "listeners": "http://127.0.0.1:0",  # any free port
-        "offset.storage.file.filename": str(root / "connect.offsets"),
+    return BackgroundWorker.standalone(bootstrap, root / "connect.offsets", {
         "offset.flush.interval.ms": "1000",
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable": "false",
     })
-    return BackgroundWorker(StandaloneWorker(config)).start()
 
 
 def has_committed_files(table: Path) -> bool:

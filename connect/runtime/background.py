@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 from typing import Any
 
-from connect.runtime.standalone import ConnectProcess
+from connect.runtime.config import WorkerConfig
+from connect.runtime.standalone import ConnectProcess, StandaloneWorker
 
 
 class BackgroundWorker:
@@ -21,6 +23,21 @@ class BackgroundWorker:
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
                                        name="connect-worker")
+
+    @classmethod
+    def standalone(cls, bootstrap: str, offsets_file: str | Path,
+                   settings: dict[str, str] | None = None,
+                   connectors: list[dict[str, Any]] | None = None,
+                   timeout: float = 60.0) -> BackgroundWorker:
+        """Start what ``streams connect standalone`` runs, in this process: REST on any free
+        port unless ``settings`` names ``listeners``, source offsets in ``offsets_file``."""
+        config = WorkerConfig.parse({
+            "bootstrap.servers": bootstrap,
+            "listeners": "http://127.0.0.1:0",
+            "offset.storage.file.filename": str(offsets_file),
+            **(settings or {}),
+        })
+        return cls(StandaloneWorker(config, connectors)).start(timeout)
 
     @property
     def url(self) -> str:

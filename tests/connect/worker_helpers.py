@@ -21,18 +21,12 @@ ThreadedWorker = BackgroundWorker
 
 
 def standalone(tmp_path: Path, bootstrap: str, **extra: Any) -> ThreadedWorker:
-    from connect.runtime.config import WorkerConfig
-    from connect.runtime.standalone import StandaloneWorker
-
     connectors = extra.pop("connectors", [])
-    config = WorkerConfig.parse({
-        "bootstrap.servers": bootstrap,
+    return ThreadedWorker.standalone(bootstrap, tmp_path / "connect.offsets", {
         "listeners": f"http://127.0.0.1:{free_port()}",
-        "offset.storage.file.filename": str(tmp_path / "connect.offsets"),
         "offset.flush.interval.ms": "200",
         **{k: str(v) for k, v in extra.items()},
-    })
-    return ThreadedWorker(StandaloneWorker(config, connectors)).start()
+    }, connectors)
 
 
 def http(method: str, url: str, body: Any = None, timeout: float = 60) -> tuple[int, Any]:
