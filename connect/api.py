@@ -27,7 +27,7 @@ from connect.config_def import (
 )
 
 if TYPE_CHECKING:
-    from connect.records import SinkRecord, SourceRecord
+    from connect.records import SinkRecord, SinkRecordBatch, SourceRecord
 
 
 class ConnectException(Exception):
@@ -258,6 +258,14 @@ class SinkTask(Task):
 
     def put(self, records: list[SinkRecord]) -> None | Awaitable[None]:
         raise NotImplementedError
+
+    def put_batches(self, batches: list[SinkRecordBatch]) -> None | Awaitable[None]:
+        """``put`` for records delivered as columns, one batch per topic-partition.
+
+        The worker calls it instead of ``put`` when a task overrides it and the records need no
+        per-record handling (no transforms, no headers, all converted); the default hands the
+        records to ``put``. Same contract as ``put`` (RetriableException redelivers)."""
+        return self.put([record for batch in batches for record in batch.records()])
 
     def flush(self, current_offsets: dict[TopicPartition, int]) -> None | Awaitable[None]:
         """Make everything given to ``put`` so far durable."""

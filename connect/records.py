@@ -384,6 +384,41 @@ class SinkRecord(ConnectRecord):
         return f", kafka_offset={self.kafka_offset}"
 
 
+@dataclass(slots=True)
+class SinkRecordBatch:
+    """What one topic-partition delivered to a sink task at once, as parallel columns.
+
+    The worker hands these to :meth:`connect.api.SinkTask.put_batches` instead of one
+    :class:`SinkRecord` per record when nothing needs the records one by one (no transforms, no
+    headers, every key and value converted): a task that writes columns (SparkSink) then skips
+    building a record per row and taking it apart again. Offsets ascend; keys and values are
+    what the converters made of them.
+    """
+
+    topic: str
+    partition: int
+    offsets: list[int]
+    timestamps: list[int | None]
+    timestamp_types: list[TimestampType]
+    key_schemas: list[Schema | None]
+    keys: list[Any]
+    value_schemas: list[Schema | None]
+    values: list[Any]
+
+    def __len__(self) -> int:
+        return len(self.offsets)
+
+    def record(self, i: int) -> SinkRecord:
+        """The ``i``-th record as a SinkRecord (for an error report, say)."""
+        return SinkRecord._consumed(
+            self.topic, self.partition, self.key_schemas[i], self.keys[i], self.value_schemas[i],
+            self.values[i], self.offsets[i], self.timestamps[i], self.timestamp_types[i])
+
+    def records(self) -> list[SinkRecord]:
+        return [self.record(i) for i in range(len(self.offsets))]
+
+
 __all__ = [
-    "ConnectHeaders", "ConnectRecord", "Header", "SinkRecord", "SourceRecord", "TimestampType",
+    "ConnectHeaders", "ConnectRecord", "Header", "SinkRecord", "SinkRecordBatch", "SourceRecord",
+    "TimestampType",
 ]

@@ -27,7 +27,7 @@ from connect.api import (
 from connect.config_def import ConfigException
 from connect.converters.base import to_connect_batch
 from connect.data import SchemaAndValue
-from connect.records import ConnectHeaders, Header, SinkRecord, TimestampType
+from connect.records import ConnectHeaders, Header, SinkRecord, SinkRecordBatch, TimestampType
 from connect.runtime import clients
 from connect.runtime.errors import (
     DeadLetterQueueReporter,
@@ -187,17 +187,56 @@ class WorkerSinkTask(TaskRunner):
             self.consumer.resume(*to_resume)
 
     async def _deliver_batch(self, batch: dict[TopicPartition, list[Any]]) -> None:
-        records: list[SinkRecord] = []
         self.raw_batch = batch  # what the errant reporter looks raw messages up in
         next_offsets: dict[TopicPartition, int] = {}
         for tp, messages in batch.items():
+            if messages:
+                self.env.on_topic(self.id.connector, tp.topic)
+                next_offsets[tp] = messages[-1].offset + 1
+        columns = self._columns(batch) if self.columnar else None
+        if columns is not None:
+            await self._put(self.task.put_batches, columns)
+        else:
+            records: list[SinkRecord] = []
+            for tp, messages in batch.items():
+                if messages:
+                    await self._convert_all(tp.topic, messages, records)
+            await self._put(self.task.put, records)
+        self.current.update(next_offsets)
+
+    @property
+    def columnar(self) -> bool:
+        """Records go to ``put_batches`` as columns: the task takes them so, and no transform
+        needs them one by one (see :meth:`_columns`)."""
+        return type(self.task).put_batches is not SinkTask.put_batches and not self.chain.stages
+
+    def _columns(self, batch: dict[TopicPartition, list[Any]]) -> list[SinkRecordBatch] | None:
+        """The fetch as one column batch per partition; None if any record needs the per-record
+        path (headers, a converter failing, a negative timestamp), which then takes them all."""
+        conv = self.converters
+        out: list[SinkRecordBatch] = []
+        for tp, messages in batch.items():
             if not messages:
                 continue
-            self.env.on_topic(self.id.connector, tp.topic)
-            await self._convert_all(tp.topic, messages, records)
-            next_offsets[tp] = messages[-1].offset + 1
-        await self._put(records)
-        self.current.update(next_offsets)
+            timestamps = [m.timestamp for m in messages]
+            try:
+                negative = min(timestamps) < 0
+            except TypeError:  # None (no timestamp) among them
+                negative = any(t is not None and t < 0 for t in timestamps)
+            if negative or any(m.headers for m in messages):
+                return None
+            try:
+                key_schemas, keys = to_connect_batch(conv.key, tp.topic, [m.key for m in messages])
+                value_schemas, values = to_connect_batch(conv.value, tp.topic,
+                                                         [m.value for m in messages])
+            except Exception:
+                return None
+            ts_types, no_ts = _TS_TYPES, TimestampType.NO_TIMESTAMP_TYPE
+            out.append(SinkRecordBatch(
+                tp.topic, tp.partition, [m.offset for m in messages], timestamps,
+                [ts_types.get(m.timestamp_type, no_ts) for m in messages],
+                key_schemas, keys, value_schemas, values))
+        return out
 
     async def _convert_all(self, topic: str, messages: list[Any], out: list[SinkRecord]) -> None:
         """Convert and transform one partition's messages, in order, into ``out``.
@@ -273,12 +312,13 @@ class WorkerSinkTask(TaskRunner):
     def _transform_name(self) -> str:
         return "connect.transforms.TransformationChain"
 
-    async def _put(self, records: list[SinkRecord]) -> None:
-        """``put`` the batch; on RetriableException back off (``context.timeout``) and redeliver."""
+    async def _put(self, put: Callable[[Any], Any], records: list[Any]) -> None:
+        """``put`` (or ``put_batches``) the delivery; on RetriableException back off
+        (``context.timeout``) and deliver it again."""
         assert self.context is not None
         while True:
             try:
-                await call(self.task.put, records)
+                await call(put, records)
                 return
             except RetriableException as exc:
                 wait = (self.context.timeout_ms or 0) / 1000

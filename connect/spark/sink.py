@@ -1,7 +1,9 @@
 """SparkSink: write topics into a Spark (Parquet) table, exactly once.
 
-Records are buffered per topic-partition as Arrow batches and written by Spark in flushes
-(``flush.size`` rows, or a buffer older than ``flush.interval.ms``, or on close/stop). Each flush
+Records are buffered per topic-partition as Arrow batches and written by Spark in flushes:
+exactly ``flush.size`` rows once that many are buffered (a buffer is split at a row, the rest
+waits for the next flush), or everything buffered when the oldest of it is ``flush.interval.ms``
+old, or on close/stop. Each flush
 goes through the commit protocol of :mod:`connect.spark.commit_log`: staged files, an atomic
 commit-log entry carrying the offsets, then renames into the table. The commit log, not the
 consumer group, is the record of what was written: ``open`` rewinds to it, ``put`` drops what it
@@ -26,6 +28,7 @@ malformed records still go to the errant record reporter. A table whose schema i
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import importlib
 import json
@@ -56,7 +59,7 @@ from connect.config_def import (
     non_empty_string,
 )
 from connect.data import DataException
-from connect.records import SinkRecord
+from connect.records import SinkRecord, SinkRecordBatch
 from connect.spark import schema as sch
 from connect.spark.commit_log import (
     STAGING_DIR,
@@ -159,8 +162,8 @@ CONFIG_DEF = (
             "Spark master or Spark Connect URL (sc://...); an active session is reused.",
             group="Spark", order_in_group=1)
     .define(FLUSH_SIZE, ConfigType.INT, 10000, Range.at_least(1), Importance.MEDIUM,
-            "Rows buffered before a write (checked after each put; a put delivering more is "
-            "written whole).", group="Spark", order_in_group=2)
+            "Rows per write: once this many are buffered, exactly this many are written (the "
+            "rest waits for the next write).", group="Spark", order_in_group=2)
     .define(FLUSH_INTERVAL, ConfigType.LONG, 10000, Range.at_least(0), Importance.MEDIUM,
             "A non-empty buffer older than this (ms) is written.", group="Spark",
             order_in_group=3)
@@ -229,6 +232,42 @@ class _Buffer:
 
     def rows(self, converted: bool) -> int:
         return sum(b.num_rows for b in self.batches) if converted else len(self.raw)
+
+    def head(self, rows: int) -> _Buffer | None:
+        """A buffer of the first ``rows`` rows (0 < rows < this buffer's rows), covering the
+        offsets before the next row's; None if the batches have no offset column to split by."""
+        taken: list[pa.RecordBatch] = []
+        for batch in self.batches:
+            if sch.OFFSET not in batch.schema.names:
+                return None
+            if batch.num_rows <= rows:
+                taken.append(batch)
+                rows -= batch.num_rows
+                continue
+            split_at = batch.column(sch.OFFSET)[rows].as_py()
+            if rows:
+                taken.append(batch.slice(0, rows))
+            return _Buffer(taken, [r for r in self.raw if r.original_kafka_offset < split_at],
+                           self.start, split_at)
+        raise ValueError(f"a buffer of {sum(b.num_rows for b in self.batches)} rows has no "
+                         f"row {rows}")  # pragma: no cover - callers pass rows < self.rows()
+
+    def drop_below(self, offset: int) -> None:
+        """Forget the rows and records below ``offset`` (a commit covers them)."""
+        if self.start is None or offset <= self.start:
+            return
+        kept = []
+        for batch in self.batches:
+            if sch.OFFSET in batch.schema.names:
+                batch = batch.filter(pc.greater_equal(batch.column(sch.OFFSET), offset))
+            if batch.num_rows:
+                kept.append(batch)
+        self.batches = kept
+        self.raw = [r for r in self.raw if r.original_kafka_offset >= offset]
+        if self.next is not None and self.next <= offset:
+            self.start = self.next = None
+        else:
+            self.start = offset
 
 
 class SparkSinkTask(SinkTask):
@@ -327,10 +366,10 @@ class SparkSinkTask(SinkTask):
             self.provisional = True
             log.info("%s-%d: inferred table schema %s", self.connector, self.task_id,
                      self.builder.struct.simpleString() if self.builder else "")
-        self._rebuild_batches()
+        self._rebuild_batches(self.buffers)
 
-    def _rebuild_batches(self) -> None:
-        for tp, buf in self.buffers.items():
+    def _rebuild_batches(self, buffers: dict[TP, _Buffer]) -> None:
+        for tp, buf in buffers.items():
             batch = self._convert(tp, buf.raw) if buf.raw else None
             buf.batches = [batch] if batch is not None and batch.num_rows else []
 
@@ -349,21 +388,69 @@ class SparkSinkTask(SinkTask):
                 floor[tp] = offset + 1
                 groups.setdefault(tp, []).append(r)
             for tp, group in groups.items():
-                buf = self.buffers.setdefault(tp, _Buffer())
-                if self.builder is not None:
-                    batch = self._convert(tp, group)
-                    if batch is not None and batch.num_rows:
-                        buf.batches.append(batch)
-                if self.builder is None or self.provisional:
-                    buf.raw.extend(group)  # until the table schema is committed
-                if buf.start is None:
-                    buf.start = group[0].original_kafka_offset
-                buf.next = group[-1].original_kafka_offset + 1
-            if groups and self.buffer_since is None:
-                self.buffer_since = time.monotonic()
-                self._arm_timer()
-            if self._due():
-                self._flush_due()
+                batch = self._convert(tp, group) if self.builder is not None else None
+                # the records are kept until the table schema is committed
+                raw = group if self.builder is None or self.provisional else None
+                self._buffer(tp, batch, group[0].original_kafka_offset,
+                             group[-1].original_kafka_offset + 1, raw)
+            self._after_put(bool(groups))
+
+    def put_batches(self, batches: list[SinkRecordBatch]) -> None:
+        """``put`` for columns: JSON texts go to Arrow's reader with no record built per row,
+        once the table schema is committed (until then, and for what Arrow cannot take
+        exactly, records go the way of ``put``)."""
+        with self.lock:
+            builder = self.builder
+            if builder is None or self.provisional or not self.raw_json \
+                    or self.model is not None or builder.json_schema is None:
+                self.put([record for batch in batches for record in batch.records()])
+                return
+            self.flusher.check()
+            added = False
+            for columns in batches:
+                tp = (columns.topic, columns.partition)
+                floor = self.floor.get(tp, -1)
+                first = bisect.bisect_left(columns.offsets, floor) \
+                    if columns.offsets[0] < floor else 0
+                self.dropped += first  # already committed, or redelivered after a rewind
+                if first == len(columns):
+                    continue
+                offsets = columns.offsets[first:] if first else columns.offsets
+                values = columns.values[first:] if first else columns.values
+                keys = (columns.keys[first:] if first else columns.keys) \
+                    if builder.key_type is not None else []
+                timestamps = columns.timestamps[first:] if first else columns.timestamps
+                self.floor[tp] = offsets[-1] + 1
+                built = self._bulk_json(tp, values, keys, offsets, timestamps)
+                if built is None:  # record by record
+                    batch = self._convert(tp, [columns.record(i)
+                                               for i in range(first, len(columns))])
+                else:
+                    batch, bad = built
+                    for i, message in bad.items():  # keys only
+                        self._errant(columns.record(first + i), message)
+                self._buffer(tp, batch, offsets[0], offsets[-1] + 1, None)
+                added = True
+            self._after_put(added)
+
+    def _buffer(self, tp: TP, batch: pa.RecordBatch | None, start: int, end: int,
+                raw: list[SinkRecord] | None) -> None:
+        """Add what one put brought for ``tp``: its rows (if any), records and offsets."""
+        buf = self.buffers.setdefault(tp, _Buffer())
+        if batch is not None and batch.num_rows:
+            buf.batches.append(batch)
+        if raw is not None:
+            buf.raw.extend(raw)
+        if buf.start is None:
+            buf.start = start
+        buf.next = end
+
+    def _after_put(self, added: bool) -> None:
+        if added and self.buffer_since is None:
+            self.buffer_since = time.monotonic()
+            self._arm_timer()
+        if self._due():
+            self._flush_due()
 
     def _convert(self, tp: TP, records: list[SinkRecord]) -> pa.RecordBatch | None:
         """An Arrow batch of ``records`` (one topic-partition); bad ones go to the reporter."""
@@ -371,17 +458,14 @@ class SparkSinkTask(SinkTask):
         assert builder is not None
         raw_values: list[Any] = [r.value for r in records]
         if self.raw_json:
-            if self.model is None and builder.json_schema is not None \
-                    and set(map(type, raw_values)) == {bytes}:
-                columns = sch.read_json_objects(raw_values, builder.json_schema)
-                if columns is not None:  # the fast path: the whole batch parsed by Arrow
-                    batch, bad = builder.build(
-                        [], [r.key for r in records] if builder.key_type is not None else [],
-                        tp[0], tp[1], [r.original_kafka_offset for r in records],
-                        [r.timestamp for r in records], value_columns=columns)
-                    for i, message in bad.items():  # keys only
-                        self._errant(records[i], message)
-                    return batch
+            built = self._bulk_json(
+                tp, raw_values, [r.key for r in records] if builder.key_type is not None else [],
+                [r.original_kafka_offset for r in records], [r.timestamp for r in records])
+            if built is not None:
+                batch, bad = built
+                for i, message in bad.items():  # keys only
+                    self._errant(records[i], message)
+                return batch
             records, raw_values = self._decode(records)  # record by record
         good: list[SinkRecord] = []
         values: list[dict[str, Any]] = []
@@ -409,6 +493,23 @@ class SparkSinkTask(SinkTask):
         for i, message in bad.items():
             self._errant(good[i], message)
         return batch
+
+    def _bulk_json(self, tp: TP, values: list[Any], keys: list[Any], offsets: list[int],
+                   timestamps: list[int | None]
+                   ) -> tuple[pa.RecordBatch, dict[int, str]] | None:
+        """The fast path for JSON texts: the whole batch parsed by Arrow, and the rows whose key
+        could not be stored (index: message); None where Arrow cannot take the batch exactly
+        (a model, a schema Arrow's reader does not produce, a value that is not bytes, a text
+        that is not a JSON object of the table's types), so the caller goes record by record."""
+        builder = self.builder
+        assert builder is not None
+        if self.model is not None or builder.json_schema is None \
+                or set(map(type, values)) != {bytes}:
+            return None
+        columns = sch.read_json_objects(values, builder.json_schema)
+        if columns is None:
+            return None
+        return builder.build([], keys, tp[0], tp[1], offsets, timestamps, value_columns=columns)
 
     def _decode(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], list[Any]]:
         """The records whose (bytes) values are JSON, and their decoded values; the others go
@@ -446,12 +547,15 @@ class SparkSinkTask(SinkTask):
             self.pending.append(result)
 
     # -- flushing --------------------------------------------------------------------------------
+    def _buffered_rows(self) -> int:
+        converted = self.builder is not None
+        return sum(b.rows(converted) for b in self.buffers.values())
+
     def _due(self) -> bool:
         if self.buffer_since is None:
             return False
-        converted = self.builder is not None
-        rows = sum(b.rows(converted) for b in self.buffers.values())
-        return rows >= self.flush_size or time.monotonic() - self.buffer_since >= self.interval
+        return self._buffered_rows() >= self.flush_size \
+            or time.monotonic() - self.buffer_since >= self.interval
 
     def _arm_timer(self) -> None:
         if self.timer is None and self.interval > 0 and hasattr(self, "context"):
@@ -465,43 +569,92 @@ class SparkSinkTask(SinkTask):
             self.timer = None
 
     def _flush_due(self) -> None:
-        """Start a flush of everything buffered: in the background once the schema is fixed."""
-        if self.builder is None or self.provisional:
-            self._flush(None)  # schema inference and its first commit: in this thread
-            return
+        """Flush while one is due: ``flush.size`` rows while that many are buffered, else all.
+
+        The first flush (schema inference and its commit) runs in this thread, later ones in
+        the background."""
+        while self._due():
+            limit = self.flush_size if self._buffered_rows() >= self.flush_size else None
+            if self.builder is None or self.provisional:
+                flushed = self._flush(None, limit)
+            else:
+                flushed = self._hand_over(limit)
+            if not flushed:
+                self._reset_timer_if_idle()
+                return
+
+    def _hand_over(self, limit: int | None) -> bool:
+        """Give the flush thread ``limit`` buffered rows (all if None) to write; False if none."""
         self.flusher.wait()  # backpressure: one flush in flight
         self.flusher.check()
-        selected = [tp for tp, buf in self.buffers.items() if buf.next is not None]
+        selected = self._select(None, limit)
         if not selected:
-            return
-        buffers = {tp: self.buffers.pop(tp) for tp in selected}
+            return False
+        self._forget(selected)
         pending, self.pending = self.pending, []
-        self._reset_timer_if_idle()
-        self.flusher.submit(lambda: self._commit_buffers(buffers, pending, in_background=True))
+        self.flusher.submit(lambda: self._commit_buffers(selected, pending, in_background=True))
+        return True
 
-    def _flush(self, only: list[TP] | None) -> None:
-        """Write and commit the buffers of ``only`` (all if None) in this thread, after the
-        flush in flight (so commits stay in order); raises if that one failed."""
+    def _flush(self, only: list[TP] | None, limit: int | None = None) -> bool:
+        """Write and commit ``limit`` rows (all if None) of the buffers of ``only`` (all if None)
+        in this thread, after the flush in flight (so commits stay in order); raises if that one
+        failed. False if nothing was buffered."""
         self.flusher.wait()
         self.flusher.check()
-        selected = [tp for tp in (self.buffers if only is None else only)
-                    if tp in self.buffers and self.buffers[tp].next is not None]
-        if not selected:
-            return
+        if not any(self.buffers[tp].next is not None
+                   for tp in (self.buffers if only is None else only) if tp in self.buffers):
+            return False
         if self.builder is None:
             self._fix_schema()
+        selected = self._select(only, limit)
         pending, self.pending = self.pending, []
-        entry = self._commit_buffers({tp: self.buffers[tp] for tp in selected}, pending,
-                                     in_background=False)
+        entry = self._commit_buffers(selected, pending, in_background=False)
         # Committed (or all already covered by the log): these rows are the table's now,
         # whatever happens next (if a rename failed, the next start rolls the entry forward).
-        for tp in selected:
-            self.buffers.pop(tp, None)
-        self._reset_timer_if_idle()
+        self._forget(selected)
         if entry is not None and self.provisional:
             self.provisional = False
             for buf in self.buffers.values():
                 buf.raw = []
+        return True
+
+    def _select(self, only: list[TP] | None, limit: int | None) -> dict[TP, _Buffer]:
+        """What the next flush writes: the buffers of ``only`` (all if None) in order, up to
+        ``limit`` rows (all if None); the last one taken is split at a row (its head taken)
+        when it holds more than the rows still wanted."""
+        selected: dict[TP, _Buffer] = {}
+        wanted = limit
+        for tp in list(self.buffers if only is None else only):
+            buf = self.buffers.get(tp)
+            if buf is None or buf.next is None:
+                continue
+            if wanted is not None:
+                if wanted <= 0:
+                    break
+                rows = buf.rows(True)
+                head = buf.head(wanted) if rows > wanted else None
+                if head is not None:
+                    selected[tp] = head
+                    break
+                wanted -= rows
+            selected[tp] = buf
+        return selected
+
+    def _forget(self, flushed: dict[TP, _Buffer]) -> None:
+        """Remove what ``flushed`` holds from the buffers (whole buffers, or the head of a split
+        one); what stays counts as buffered from now on."""
+        for tp, taken in flushed.items():
+            buf = self.buffers.get(tp)
+            if buf is taken:
+                del self.buffers[tp]
+            elif buf is not None and taken.next is not None:
+                buf.drop_below(taken.next)
+        if any(b.next is not None for b in self.buffers.values()):
+            self.buffer_since = time.monotonic()
+            self._disarm_timer()
+            self._arm_timer()
+        else:
+            self._reset_timer_if_idle()
 
     def _commit_buffers(self, buffers: dict[TP, _Buffer], pending: list[Future[Any]],
                         in_background: bool) -> CommitEntry | None:
@@ -524,7 +677,9 @@ class SparkSinkTask(SinkTask):
                 log.warning("%s-%d: another task fixed the table schema first; converting to it",
                             self.connector, self.task_id)
                 self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
-                self._rebuild_batches()
+                self._rebuild_batches(self.buffers)
+                self._rebuild_batches({tp: buf for tp, buf in buffers.items()
+                                       if self.buffers.get(tp) is not buf})  # split heads
             live = {tp: buf for tp, buf in buffers.items() if buf.next is not None}
             if not live:
                 return None
@@ -565,14 +720,7 @@ class SparkSinkTask(SinkTask):
                         committed)
             if raise_floor:
                 self.floor[tp] = max(self.floor.get(tp, -1), committed)
-            keep = [b.filter(pc.greater_equal(b.column(sch.OFFSET), committed))
-                    if sch.OFFSET in b.schema.names else b for b in buf.batches]
-            buf.batches = [b for b in keep if b.num_rows]
-            buf.raw = [r for r in buf.raw if r.original_kafka_offset >= committed]
-            if buf.next is not None and buf.next <= committed:
-                buf.start = buf.next = None
-            else:
-                buf.start = committed
+            buf.drop_below(committed)
 
     def _write_and_commit(self, selected: dict[TP, _Buffer]) -> CommitEntry | None:
         """Stage, write and commit ``selected``; None after a conflict (staging removed)."""

@@ -30,7 +30,7 @@ from connect.converters.base import to_connect_batch
 from connect.converters.json import _DECODER, _schemaless_from_json
 from connect.data import DataException, Schema
 from connect.file.sink import FileStreamSinkTask, render
-from connect.records import ConnectHeaders, SinkRecord, TimestampType
+from connect.records import ConnectHeaders, SinkRecord, SinkRecordBatch, TimestampType
 from connect.runtime.errors import (
     DeadLetterQueueReporter,
     ErrorConfig,
@@ -276,6 +276,72 @@ def test_records_match_the_slow_path_without_transforms() -> None:
     slow, _, _ = _runner(ErrorConfig())
     assert task.batches == [_slow_path(slow, messages)]
     assert task.batches[0][0].timestamp_type is TimestampType.CREATE_TIME
+
+
+class _Columns(_Capture):
+    """A task that takes records as columns."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.columns: list[list[SinkRecordBatch]] = []
+
+    def put_batches(self, batches: list[SinkRecordBatch]) -> None:
+        self.columns.append(list(batches))
+
+
+def _columns_runner(chain: dict[str, str] | None = None
+                    ) -> tuple[WorkerSinkTask, _Columns, _Producer]:
+    config = ErrorConfig(tolerate_all=True, dlq_topic="dlq")
+    runner, _, producer = _runner(config, chain)
+    runner.task = task = _Columns()
+    return runner, task, producer
+
+
+def test_a_task_taking_columns_gets_one_batch_per_partition() -> None:
+    zero = [_msg(i, json.dumps({"i": i}).encode(), ts=2000 + i) for i in range(5)]
+    one = [ConsumerRecord(TOPIC, 1, o, 3000 + o, 1, None, b"[]", None, 2, 2, ())
+           for o in (7, 9)]
+    runner, task, _ = _columns_runner()
+    asyncio.run(runner._deliver_batch({TopicPartition(TOPIC, 0): zero,
+                                       TopicPartition(TOPIC, 1): one,
+                                       TopicPartition(TOPIC, 2): []}))
+    assert task.batches == []
+    [batches] = task.columns
+    assert [(b.topic, b.partition, b.offsets) for b in batches] == [
+        (TOPIC, 0, [0, 1, 2, 3, 4]), (TOPIC, 1, [7, 9])]
+    assert batches[0].values == [{"i": i} for i in range(5)]
+    assert batches[0].keys == [f"k{i}" for i in range(5)]
+    assert batches[1].timestamps == [3007, 3009]
+    assert batches[1].timestamp_types == [TimestampType.LOG_APPEND_TIME] * 2
+    slow, _, _ = _runner(ErrorConfig())
+    assert batches[0].records() == _slow_path(slow, zero)
+    assert batches[1].record(1) == _slow_path(slow, one)[1]
+    assert runner.current == {TopicPartition(TOPIC, 0): 5, TopicPartition(TOPIC, 1): 10}
+
+
+@pytest.mark.parametrize("fetch, chain", [
+    ([_msg(0, b"1"), _msg(1, b"2", [("h", b"x")])], None),  # a header
+    ([_msg(0, b"1"), _msg(1, b"not json")], None),  # a conversion failure
+    ([_msg(0, b'{"n":1}')], EXTRACT),  # a transform
+])
+def test_records_needing_the_per_record_path_reach_put(fetch: list[ConsumerRecord],
+                                                       chain: dict[str, str] | None) -> None:
+    runner, task, _ = _columns_runner(chain)
+    asyncio.run(runner._deliver_batch({TopicPartition(TOPIC, 0): fetch}))
+    assert task.columns == []
+    slow, _, _ = _columns_runner(chain)
+    assert task.batches == [_slow_path(slow, fetch)]
+
+
+def test_default_put_batches_hands_records_to_put() -> None:
+    task = _Capture()
+    columns = SinkRecordBatch(TOPIC, 3, [4, 5], [10, None],
+                              [TimestampType.CREATE_TIME, TimestampType.NO_TIMESTAMP_TYPE],
+                              [None, None], [b"a", None], [None, None], [1, 2])
+    task.put_batches([columns])
+    assert task.batches == [[
+        SinkRecord(TOPIC, 3, None, b"a", None, 1, 4, 10, TimestampType.CREATE_TIME),
+        SinkRecord(TOPIC, 3, None, None, None, 2, 5, None, TimestampType.NO_TIMESTAMP_TYPE)]]
 
 
 def test_errant_reporter_finds_the_raw_message_by_original_offset() -> None:
