@@ -3,8 +3,8 @@
 
 Run::
 
-    python benchmarks/spark_perf.py                  # 200k rows, batches of 10k and 50k
-    python benchmarks/spark_perf.py --rows 50000 --batches 10000
+    python benchmarks/spark_perf.py                  # 500k rows, batches of 10k and 50k
+    python benchmarks/spark_perf.py --rows 50000 --batches 10000 --rounds 1
     python benchmarks/spark_perf.py --json out.json  # also write a JSON summary
 
 One run starts the bundled broker (``python -m streams.cli.main broker start``, own process, fresh
@@ -12,7 +12,9 @@ data dir), produces N JSON rows (six typed fields, string keys) into a 2-partiti
 local SparkSession (``local[2]``) in this process, then for each batch size B:
 
 * **direct**: Spark writes the same rows itself: the rows are already Arrow tables of B rows in
-  memory (built before the clock starts), and each is written with
+  memory (built before the clock starts) with the columns the sink's table has (the six value
+  fields and the sink's ``_topic``, ``_partition``, ``_offset``, ``_timestamp``), and each is
+  written with
   ``spark.createDataFrame(table).write.mode("append").parquet(dir)``: the fastest way a PySpark
   program writes rows it has;
 * **sink**: a standalone Connect worker in this process (``connect.runtime.background``) runs the
@@ -26,7 +28,11 @@ local SparkSession (``local[2]``) in this process, then for each batch size B:
   start-up: task start, group join, schema inference, first Spark job, is printed apart as the
   end-to-end time).
 
-The ratio is sink rows/s over direct rows/s (target: at least 0.8x for B >= 10,000). Then the
+Each batch size is measured in ``--rounds`` rounds (default 3), each a direct write and a sink run
+back to back (their order alternating from round to round, so a drift of the machine's speed
+favours neither). The ratio is sink rows/s over direct rows/s within a round; the table prints the
+median of each column and the range of the ratio over the rounds (target: a median of at least
+0.8x for B >= 10,000): one run of each on a shared 2-core machine varies by 20% or more. Then the
 source: ``spark.read.format("streams")`` of the whole topic into Spark's ``noop`` sink (twice: the
 first read also starts the Python workers), and
 ``spark.readStream`` with ``trigger(availableNow=True)`` into ``noop``, rows/s each.
@@ -49,6 +55,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from bench_common import REPO_ROOT, Processes, raise_on_sigterm, start_broker
@@ -59,13 +66,14 @@ from aiokafka import AIOKafkaProducer  # noqa: E402
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic  # noqa: E402
 
 TARGET = 0.8
+WARMUP_ROUNDS = 3  # of 10 writes of 10,000 rows
 TOPIC = "spark-bench"
 PARTITIONS = 2
 _URLS = ["/", "/home", "/search", "/cart", "/checkout", "/product/1", "/help"]
 
 
 @dataclass
-class SinkRow:
+class SinkRound:
     batch: int
     rows: int
     direct_s: float
@@ -88,6 +96,24 @@ class SinkRow:
 def make_row(n: int) -> dict[str, Any]:
     return {"id": n, "user": f"User_{n % 97}", "url": _URLS[n % len(_URLS)],
             "ms": 20 + n * 7 % 900, "score": (n % 1000) / 7.0, "ok": n % 3 != 0}
+
+
+def table_rows(start: int, end: int) -> Any:
+    """Rows ``start..end`` as the sink's table holds them: the value's six columns and the four
+    Kafka columns it adds (``_topic``, ``_partition``, ``_offset``, ``_timestamp``), so both sides
+    write the same table."""
+    import pyarrow as pa
+
+    table = pa.Table.from_pylist([make_row(n) for n in range(start, end)])
+    now_ms = int(time.time() * 1000)
+    offsets = pa.array(range(start, end), pa.int64())
+    return (table.append_column("_topic", pa.array([TOPIC] * (end - start), pa.string()))
+            .append_column("_partition", pa.array([n % PARTITIONS for n in range(start, end)],
+                                                  pa.int32()))
+            .append_column("_offset", offsets)
+            .append_column("_timestamp", pa.array([now_ms + n for n in range(start, end)],
+                                                  pa.timestamp("ms", tz="UTC"))
+                           .cast(pa.timestamp("us", tz="UTC"))))
 
 
 # ------------------------------------------------------------------------------------------------
@@ -119,10 +145,7 @@ async def produce(bootstrap: str, rows: int) -> None:
 
 
 def direct_write(spark: Any, rows: int, batch: int, out: Path) -> float:
-    import pyarrow as pa
-
-    tables = [pa.Table.from_pylist([make_row(n) for n in range(start, min(rows, start + batch))])
-              for start in range(0, rows, batch)]
+    tables = [table_rows(start, min(rows, start + batch)) for start in range(0, rows, batch)]
     started = time.perf_counter()
     for table in tables:
         spark.createDataFrame(table).write.mode("append").parquet(str(out))
@@ -163,6 +186,8 @@ def sink_write(worker: Any, spark: Any, rows: int, batch: int, out: Path,
         if time.monotonic() > deadline:
             raise RuntimeError(f"sink {name}: {committed} of {rows} rows after 600 s")
         for entry in log.refresh():
+            if not entry.rows:
+                continue  # the entry fixing the table schema
             if not first_rows:
                 first_at, first_rows = time.perf_counter(), entry.rows
             committed += entry.rows
@@ -216,8 +241,10 @@ def worker_in_process(bootstrap: str, work: Path) -> Any:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--rows", type=int, default=500_000)
     parser.add_argument("--batches", type=int, nargs="+", default=[10_000, 50_000])
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="direct/sink pairs per batch size (medians are reported)")
     parser.add_argument("--json", type=Path, help="write the results here too")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
@@ -235,14 +262,30 @@ def main() -> int:
         spark = get_spark_session("local[2]", app_name="spark-perf")
         spark.sparkContext.setLogLevel("ERROR")
         worker = worker_in_process(bootstrap, work)
-        # Warm-up: the first Spark jobs and Python workers cost seconds that belong to neither.
-        direct_write(spark, 20_000, 10_000, work / "warmup")
-        results = []
+        # Warm-up: the first Spark jobs start Python workers and leave the JVM's write path to
+        # its interpreter; until the JIT has compiled it (some 20 jobs here) a write takes up to
+        # twice as long, which would favour whichever side runs later.
+        for round_ in range(WARMUP_ROUNDS):
+            direct_write(spark, 100_000, 10_000, work / f"warmup-{round_}")
+        results: dict[int, list[SinkRound]] = {}
         for batch in args.batches:
-            direct_s = direct_write(spark, args.rows, batch, work / f"direct-{batch}")
-            steady, end_to_end = sink_write(worker, spark, args.rows, batch,
-                                            work / f"sink-{batch}", f"bench-sink-{batch}")
-            results.append(SinkRow(batch, args.rows, direct_s, steady, end_to_end))
+            for round_ in range(args.rounds):
+                def direct(batch: int = batch, round_: int = round_) -> float:
+                    return direct_write(spark, args.rows, batch,
+                                        work / f"direct-{batch}-{round_}")
+
+                def sink(batch: int = batch, round_: int = round_) -> tuple[float, float]:
+                    name = f"bench-sink-{batch}-{round_}"
+                    return sink_write(worker, spark, args.rows, batch, work / name, name)
+
+                if round_ % 2 == 0:
+                    direct_s = direct()
+                    steady, end_to_end = sink()
+                else:
+                    steady, end_to_end = sink()
+                    direct_s = direct()
+                results.setdefault(batch, []).append(
+                    SinkRound(batch, args.rows, direct_s, steady, end_to_end))
         source = source_reads(spark, bootstrap, args.rows, work)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -256,22 +299,30 @@ def main() -> int:
         procs.close()
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nmachine: {platform.platform()}, Spark {spark.version}, {args.rows:,} rows")
-    print(f"{'batch':>8} {'direct rows/s':>14} {'sink rows/s':>12} {'sink/direct':>12}  target"
-          f"   (sink end to end incl. start)")
-    for row in results:
-        verdict = "pass" if row.ratio >= TARGET else "short"
-        print(f"{row.batch:>8,} {row.direct_rate:>14,.0f} {row.sink_rate:>12,.0f} "
-              f"{row.ratio:>11.2f}x  >= {TARGET}x: {verdict}   "
-              f"({row.rows / row.sink_end_to_end_s:,.0f} rows/s, {row.sink_end_to_end_s:.1f} s)")
+    print(f"\nmachine: {platform.platform()}, Spark {spark.version}, {args.rows:,} rows, "
+          f"medians of {args.rounds} round(s)")
+    print(f"{'batch':>8} {'direct rows/s':>14} {'sink rows/s':>12} {'sink/direct':>12} "
+          f"{'(range)':>12}  target       sink end to end incl. start")
+    summary = []
+    for batch, rounds in results.items():
+        ratios = [r.ratio for r in rounds]
+        ratio = median(ratios)
+        end_to_end = median([r.sink_end_to_end_s for r in rounds])
+        verdict = "pass" if ratio >= TARGET else "short"
+        print(f"{batch:>8,} {median([r.direct_rate for r in rounds]):>14,.0f} "
+              f"{median([r.sink_rate for r in rounds]):>12,.0f} {ratio:>11.2f}x "
+              f"({min(ratios):.2f}-{max(ratios):.2f})  >= {TARGET}x: {verdict}   "
+              f"{args.rows / end_to_end:,.0f} rows/s, {end_to_end:.1f} s")
+        summary.append({"batch": batch, "ratio": ratio, "rounds": [
+            asdict(r) | {"ratio": r.ratio, "sink_rows_per_s": r.sink_rate,
+                         "direct_rows_per_s": r.direct_rate} for r in rounds]})
     print(f"source: spark.read {source['batch_rows_per_s']:,.0f} rows/s "
           f"(first read, starting its workers: {source['batch_cold_rows_per_s']:,.0f}), "
           f"readStream availableNow {source['stream_rows_per_s']:,.0f} rows/s")
     if args.json:
         args.json.write_text(json.dumps({
             "rows": args.rows,
-            "sink": [asdict(r) | {"ratio": r.ratio, "sink_rows_per_s": r.sink_rate,
-                                  "direct_rows_per_s": r.direct_rate} for r in results],
+            "sink": summary,
             "source": source}, indent=2))
     return 0
 

@@ -3,24 +3,26 @@
 Records are buffered per topic-partition as Arrow batches and written by Spark in flushes:
 exactly ``flush.size`` rows once that many are buffered (a buffer is split at a row, the rest
 waits for the next flush), or everything buffered when the oldest of it is ``flush.interval.ms``
-old, or on close/stop. Each flush
-goes through the commit protocol of :mod:`connect.spark.commit_log`: staged files, an atomic
-commit-log entry carrying the offsets, then renames into the table. The commit log, not the
+old, or on close/stop. Each flush goes through the commit protocol of
+:mod:`connect.spark.commit_log`: staged files, an atomic commit-log entry carrying the offsets,
+then renames into the table. The table schema is fixed before any rows: by the log, a pydantic
+model or an existing table, or else inferred from the first records buffered and committed as an
+entry of its own (a task that finds another's schema there converts to it). The commit log, not the
 consumer group, is the record of what was written: ``open`` rewinds to it, ``put`` drops what it
 already covers and ``pre_commit`` reports only offsets it covers.
 
-Once the table schema is fixed (committed), a due flush is handed to one background thread
-(:mod:`connect.spark.flusher`) and ``put`` returns: Spark writes while the worker fetches and
+A due flush is handed to one background thread (:mod:`connect.spark.flusher`) and ``put``
+returns: Spark writes while the worker fetches and
 converts the next records. One flush is in flight at a time (a second due flush waits: that is
 the backpressure), ``pre_commit`` reports only offsets of committed entries, so never those of the
 flush in flight, and ``open``/``flush``/``close``/``stop`` wait for it. A failed background flush
 fails the task at its next call and blocks every later commit, so its records are re-read after
-the restart. The first flush (schema inference) runs in the caller's thread.
+the restart.
 
 With ``value.format=json`` and ``value.converter=org.apache.kafka.connect.converters.
 ByteArrayConverter`` in the connector config (recommended for JSON), record values are JSON texts
 the task parses itself: a batch at a
-time with Arrow's JSON reader once the table schema is fixed (same columns and types as the
+time with Arrow's JSON reader (same columns and types as the
 JsonConverter path), record by record (``json.loads``) for a batch Arrow cannot take exactly, so
 malformed records still go to the errant record reporter. A table whose schema is a single binary
 ``value`` column (raw bytes written before) keeps storing the bytes.
@@ -226,7 +228,7 @@ class _Buffer:
     """What one topic-partition has buffered since its last flush."""
 
     batches: list[pa.RecordBatch] = field(default_factory=list)
-    raw: list[SinkRecord] = field(default_factory=list)  # kept while the schema is provisional
+    raw: list[SinkRecord] = field(default_factory=list)  # kept until the schema is fixed
     start: int | None = None  # first offset covered
     next: int | None = None  # next offset covered (bad records included)
 
@@ -247,13 +249,12 @@ class _Buffer:
             split_at = batch.column(sch.OFFSET)[rows].as_py()
             if rows:
                 taken.append(batch.slice(0, rows))
-            return _Buffer(taken, [r for r in self.raw if r.original_kafka_offset < split_at],
-                           self.start, split_at)
+            return _Buffer(taken, [], self.start, split_at)
         raise ValueError(f"a buffer of {sum(b.num_rows for b in self.batches)} rows has no "
                          f"row {rows}")  # pragma: no cover - callers pass rows < self.rows()
 
     def drop_below(self, offset: int) -> None:
-        """Forget the rows and records below ``offset`` (a commit covers them)."""
+        """Forget the rows below ``offset`` (a commit covers them)."""
         if self.start is None or offset <= self.start:
             return
         kept = []
@@ -263,7 +264,6 @@ class _Buffer:
             if batch.num_rows:
                 kept.append(batch)
         self.batches = kept
-        self.raw = [r for r in self.raw if r.original_kafka_offset >= offset]
         if self.next is not None and self.next <= offset:
             self.start = self.next = None
         else:
@@ -300,7 +300,6 @@ class SparkSinkTask(SinkTask):
         self.buffer_since: float | None = None
         self.timer: threading.Timer | None = None
         self.builder: sch.BatchBuilder | None = None
-        self.provisional = False
         self.dropped = 0
         self.table_ready = False
         self.spark = get_spark_session(cfg[MASTER])
@@ -363,15 +362,29 @@ class SparkSinkTask(SinkTask):
                             else r.value_schema)
             self._set_struct(sch.table_struct(acc.struct(), self._key_type(raw),
                                               sch.DATE in self.partition_by))
-            self.provisional = True
             log.info("%s-%d: inferred table schema %s", self.connector, self.task_id,
                      self.builder.struct.simpleString() if self.builder else "")
-        self._rebuild_batches(self.buffers)
-
-    def _rebuild_batches(self, buffers: dict[TP, _Buffer]) -> None:
-        for tp, buf in buffers.items():
+            self._commit_schema()
+        for tp, buf in self.buffers.items():  # the records as rows of the fixed schema
             batch = self._convert(tp, buf.raw) if buf.raw else None
             buf.batches = [batch] if batch is not None and batch.num_rows else []
+            buf.raw = []
+        self._ensure_table()
+
+    def _commit_schema(self) -> None:
+        """Fix the inferred schema with an entry of its own (no rows, no offsets), before any
+        data, so that every data flush can run in the background; if another task fixed one
+        first, take it."""
+        assert self.builder is not None
+        entry = CommitEntry(self.log.new_writer(self.connector, self.task_id), self.connector,
+                            self.task_id, (), 0, {}, {}, self.builder.struct.jsonValue(),
+                            tuple(self.partition_by))
+        try:
+            self.log.commit(entry)
+        except CommitConflict:
+            log.warning("%s-%d: another task fixed the table schema first; converting to it",
+                        self.connector, self.task_id)
+            self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
 
     # -- records ---------------------------------------------------------------------------------
     def put(self, records: list[SinkRecord]) -> None:
@@ -389,8 +402,7 @@ class SparkSinkTask(SinkTask):
                 groups.setdefault(tp, []).append(r)
             for tp, group in groups.items():
                 batch = self._convert(tp, group) if self.builder is not None else None
-                # the records are kept until the table schema is committed
-                raw = group if self.builder is None or self.provisional else None
+                raw = group if self.builder is None else None  # for schema inference
                 self._buffer(tp, batch, group[0].original_kafka_offset,
                              group[-1].original_kafka_offset + 1, raw)
             self._after_put(bool(groups))
@@ -401,7 +413,7 @@ class SparkSinkTask(SinkTask):
         exactly, records go the way of ``put``)."""
         with self.lock:
             builder = self.builder
-            if builder is None or self.provisional or not self.raw_json \
+            if builder is None or not self.raw_json \
                     or self.model is not None or builder.json_schema is None:
                 self.put([record for batch in batches for record in batch.records()])
                 return
@@ -571,15 +583,13 @@ class SparkSinkTask(SinkTask):
     def _flush_due(self) -> None:
         """Flush while one is due: ``flush.size`` rows while that many are buffered, else all.
 
-        The first flush (schema inference and its commit) runs in this thread, later ones in
-        the background."""
+        Flushes run in the background; the first due one infers and commits the table schema
+        in this thread before."""
         while self._due():
+            if self.builder is None:
+                self._fix_schema()
             limit = self.flush_size if self._buffered_rows() >= self.flush_size else None
-            if self.builder is None or self.provisional:
-                flushed = self._flush(None, limit)
-            else:
-                flushed = self._hand_over(limit)
-            if not flushed:
+            if not self._hand_over(limit):
                 self._reset_timer_if_idle()
                 return
 
@@ -608,14 +618,10 @@ class SparkSinkTask(SinkTask):
             self._fix_schema()
         selected = self._select(only, limit)
         pending, self.pending = self.pending, []
-        entry = self._commit_buffers(selected, pending, in_background=False)
+        self._commit_buffers(selected, pending, in_background=False)
         # Committed (or all already covered by the log): these rows are the table's now,
         # whatever happens next (if a rename failed, the next start rolls the entry forward).
         self._forget(selected)
-        if entry is not None and self.provisional:
-            self.provisional = False
-            for buf in self.buffers.values():
-                buf.raw = []
         return True
 
     def _select(self, only: list[TP] | None, limit: int | None) -> dict[TP, _Buffer]:
@@ -672,14 +678,6 @@ class SparkSinkTask(SinkTask):
             self.committed = dict(self.log.offsets)
             self._drop_committed(buffers, raise_floor=not in_background)
             assert self.builder is not None
-            if not in_background and self.provisional and self.log.schema is not None \
-                    and self.log.schema != self.builder.struct.jsonValue():
-                log.warning("%s-%d: another task fixed the table schema first; converting to it",
-                            self.connector, self.task_id)
-                self._set_struct(sch.StructType.fromJson(self.log.schema), from_log=True)
-                self._rebuild_batches(self.buffers)
-                self._rebuild_batches({tp: buf for tp, buf in buffers.items()
-                                       if self.buffers.get(tp) is not buf})  # split heads
             live = {tp: buf for tp, buf in buffers.items() if buf.next is not None}
             if not live:
                 return None

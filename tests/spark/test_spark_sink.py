@@ -361,7 +361,9 @@ def test_task_flush_interval_asks_the_worker_for_a_commit(spark, tmp_path: Path)
     task.put([record(0, {"n": 0})])
     assert task.pre_commit({TP("t", 0): 1}) == {}  # not due yet
     wait_until(lambda: context.commit_requested, 10, message="the flush timer")
-    assert task.pre_commit({TP("t", 0): 1}) == {TP("t", 0): 1}  # due now: written
+    assert task.pre_commit({TP("t", 0): 1}) == {}  # due now: handed to the flush thread
+    task.flusher.wait()
+    assert task.pre_commit({TP("t", 0): 1}) == {TP("t", 0): 1}  # written and committed
     task.stop()
     assert spark.read.parquet(str(tmp_path)).count() == 1
 

@@ -49,11 +49,15 @@ def entries(path: Path) -> int:
 
 @pytest.fixture
 def sink(tmp_path: Path) -> Iterator[Any]:
-    """A task with flush.size 5 whose schema is fixed (first flush done: offsets 0..4)."""
+    """A task with flush.size 5 whose schema is fixed (entry 1) and whose first flush is
+    committed (entry 2: offsets 0..4)."""
     task, _ = start_task(tmp_path, **{"flush.size": 5})
     task.open([TP("t", 0)])
-    task.put([record(i, {"n": i}) for i in range(5)])  # first flush: in put's thread
+    task.put([record(i, {"n": i}) for i in range(5)])  # the schema is committed in put
+    assert entries(tmp_path) >= 1
+    task.flusher.wait()
     assert task.pre_commit({TP("t", 0): 5}) == {TP("t", 0): 5}
+    assert entries(tmp_path) == 2
     yield task
     task.flusher.shutdown()
 
@@ -68,7 +72,7 @@ def test_pre_commit_never_reports_the_flush_in_flight(spark, tmp_path: Path, sin
     second = threading.Thread(target=sink.put, args=([record(i, {"n": i})
                                                       for i in range(13, 15)],))
     second.start()  # a second flush is due now: it waits for the first (backpressure)
-    assert entries(tmp_path) == 1  # nothing committed behind the held flush
+    assert entries(tmp_path) == 2  # nothing committed behind the held flush
     gate.open.set()
     second.join(60)
     assert not second.is_alive()
@@ -77,7 +81,7 @@ def test_pre_commit_never_reports_the_flush_in_flight(spark, tmp_path: Path, sin
     sink.stop()
     offsets = sorted(r["_offset"] for r in spark.read.parquet(str(tmp_path)).collect())
     assert offsets == list(range(15))
-    assert entries(tmp_path) == 3  # in order: 0..4, 5..9, 10..14
+    assert entries(tmp_path) == 4  # in order: the schema, 0..4, 5..9, 10..14
 
 
 def test_failed_background_flush_fails_the_task_and_loses_nothing(spark, tmp_path: Path,
@@ -119,7 +123,7 @@ def test_close_and_open_wait_for_the_flush_in_flight(spark, tmp_path: Path, sink
     closer.start()
     gate.open.set()
     closer.join(60)
-    assert seen == [3]  # the flush in flight, then close's own flush of offset 10
+    assert seen == [4]  # the flush in flight, then close's own flush of offset 10
     sink.open([TP("t", 0)])
     assert sink.context.rewinds == {TP("t", 0): 11}
     sink.stop()
