@@ -521,11 +521,14 @@ def _json_native(t: DataType) -> bool:
     return False
 
 
-def read_json_objects(values: list[bytes], schema: pa.Schema) -> dict[str, pa.Array] | None:
-    """Columns of ``schema`` parsed in bulk from JSON-object texts (one per row; unknown fields
-    dropped, missing ones null), or None when Arrow cannot take this batch exactly: a value that
-    is not a single one-line JSON object, malformed or not UTF-8, or a value not of its column's
-    type (the caller then decodes record by record, reporting the bad ones)."""
+def read_json_objects(values: list[bytes], schema: pa.Schema
+                      ) -> tuple[dict[str, pa.Array], list[str]] | None:
+    """Columns of ``schema`` parsed in bulk from JSON-object texts (one per row; missing fields
+    null), and the names of top-level fields the schema lacks (dropped; the caller warns); or
+    None when Arrow cannot take this batch exactly: a value that is not a single one-line JSON
+    object, malformed or not UTF-8, or a value not of its column's type (the caller then decodes
+    record by record, reporting the bad ones). Unknown fields inside a struct column are dropped
+    without being named."""
     n = len(values)
     if not n:
         return None
@@ -536,17 +539,30 @@ def read_json_objects(values: list[bytes], schema: pa.Schema) -> dict[str, pa.Ar
         return None
     try:
         data.decode("utf-8")  # Arrow does not validate string bytes
-        table = pa_json.read_json(
-            pa.BufferReader(data),
-            read_options=pa_json.ReadOptions(block_size=max(1 << 20, min(len(data) + 1, 1 << 26))),
-            parse_options=pa_json.ParseOptions(explicit_schema=schema,
-                                               unexpected_field_behavior="ignore"))
-    except (pa.ArrowException, ValueError):
+    except ValueError:
         return None
-    if table.num_rows != n or table.schema != schema:
-        return None
-    return {name: pa.concat_arrays(column.chunks) if column.num_chunks != 1 else column.chunk(0)
-            for name, column in zip(table.column_names, table.columns, strict=True)}
+    # First with unknown fields inferred, to name them; if they do not let themselves be inferred
+    # (mixed types) or sit inside a struct column (whose type they change), without them.
+    for unexpected in ("infer", "ignore"):
+        try:
+            table = pa_json.read_json(
+                pa.BufferReader(data),
+                read_options=pa_json.ReadOptions(
+                    block_size=max(1 << 20, min(len(data) + 1, 1 << 26))),
+                parse_options=pa_json.ParseOptions(explicit_schema=schema,
+                                                   unexpected_field_behavior=unexpected))
+        except (pa.ArrowException, ValueError):
+            continue
+        known = table.select(list(range(len(schema)))) if table.num_columns > len(schema) \
+            else table
+        if table.num_rows != n or known.schema != schema:
+            continue
+        unknown = table.column_names[len(schema):]
+        return ({name: pa.concat_arrays(column.chunks) if column.num_chunks != 1
+                 else column.chunk(0)
+                 for name, column in zip(known.column_names, known.columns, strict=True)},
+                unknown)
+    return None
 
 
 def ddl_type(t: DataType) -> str:

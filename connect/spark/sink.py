@@ -518,9 +518,12 @@ class SparkSinkTask(SinkTask):
         if self.model is not None or builder.json_schema is None \
                 or set(map(type, values)) != {bytes}:
             return None
-        columns = sch.read_json_objects(values, builder.json_schema)
-        if columns is None:
+        parsed = sch.read_json_objects(values, builder.json_schema)
+        if parsed is None:
             return None
+        columns, unknown = parsed
+        if unknown:
+            self._warn_unknown(set(unknown))
         return builder.build([], keys, tp[0], tp[1], offsets, timestamps, value_columns=columns)
 
     def _decode(self, records: list[SinkRecord]) -> tuple[list[SinkRecord], list[Any]]:
@@ -605,24 +608,22 @@ class SparkSinkTask(SinkTask):
         self.flusher.submit(lambda: self._commit_buffers(selected, pending, in_background=True))
         return True
 
-    def _flush(self, only: list[TP] | None, limit: int | None = None) -> bool:
-        """Write and commit ``limit`` rows (all if None) of the buffers of ``only`` (all if None)
-        in this thread, after the flush in flight (so commits stay in order); raises if that one
-        failed. False if nothing was buffered."""
+    def _flush(self, only: list[TP] | None) -> None:
+        """Write and commit the buffers of ``only`` (all if None) in this thread, after the
+        flush in flight (so commits stay in order); raises if that one failed."""
         self.flusher.wait()
         self.flusher.check()
         if not any(self.buffers[tp].next is not None
                    for tp in (self.buffers if only is None else only) if tp in self.buffers):
-            return False
+            return
         if self.builder is None:
             self._fix_schema()
-        selected = self._select(only, limit)
+        selected = self._select(only, None)
         pending, self.pending = self.pending, []
         self._commit_buffers(selected, pending, in_background=False)
         # Committed (or all already covered by the log): these rows are the table's now,
         # whatever happens next (if a rename failed, the next start rolls the entry forward).
         self._forget(selected)
-        return True
 
     def _select(self, only: list[TP] | None, limit: int | None) -> dict[TP, _Buffer]:
         """What the next flush writes: the buffers of ``only`` (all if None) in order, up to

@@ -62,7 +62,8 @@ def rows_of(spark: Any, path: Path) -> tuple[dict[str, str], list[dict[str, Any]
 
 
 def test_bytes_values_match_the_decoded_path(spark, tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+                                             monkeypatch: pytest.MonkeyPatch,
+                                             caplog: pytest.LogCaptureFixture) -> None:
     parsed = spy_bulk(monkeypatch)
     n = 3000
     texts = [json.dumps(event(i)).encode() for i in range(n)]
@@ -79,6 +80,7 @@ def test_bytes_values_match_the_decoded_path(spark, tmp_path: Path,
 
     run(tmp_path / "bytes", texts, **{"value.converter": BYTES, "value.format": "json"})
     assert sum(parsed) == n  # every batch went through Arrow's JSON reader
+    assert "fields ['_topic', 'surprise'] are not columns of the table" in caplog.text
     run(tmp_path / "decoded", [json.loads(t) for t in texts])
     bytes_types, bytes_rows = rows_of(spark, tmp_path / "bytes")
     decoded_types, decoded_rows = rows_of(spark, tmp_path / "decoded")
@@ -173,3 +175,21 @@ def test_malformed_record_goes_to_the_dead_letter_queue(spark, tmp_path: Path,
     assert len(rows) == n - 1
     assert sorted(r["_offset"] for r in rows) == [i for i in range(n) if i != 1234]
     assert all(r["id"] == r["_offset"] for r in rows)
+
+
+def test_bulk_parse_names_unknown_top_level_fields() -> None:
+    import pyarrow as pa
+
+    schema = pa.schema([("a", pa.struct([("x", pa.int64())])), ("b", pa.int64())])
+    plain = [b'{"b":1,"a":{"x":1}}', b'{"a":{"x":2},"b":2}']
+    columns, unknown = sch.read_json_objects(plain, schema)
+    assert columns["b"].to_pylist() == [1, 2] and unknown == []
+    extra = [b'{"b":1,"a":{"x":1},"z":"q"}', b'{"a":{"x":2},"b":2,"w":[1]}']
+    columns, unknown = sch.read_json_objects(extra, schema)
+    assert list(columns) == ["a", "b"] and unknown == ["z", "w"]
+    mixed = [b'{"b":1,"a":{"x":1},"z":"q"}', b'{"a":{"x":2},"b":2,"z":7}']
+    nested = [b'{"b":1,"a":{"x":1,"y":2}}']
+    for values in (mixed, nested):  # parsed without naming them: still the same columns
+        columns, unknown = sch.read_json_objects(values, schema)
+        assert columns["a"].to_pylist()[0] == {"x": 1} and unknown == []
+    assert sch.read_json_objects([b'{"b":"not a number","a":null}'], schema) is None
