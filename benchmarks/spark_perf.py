@@ -180,17 +180,14 @@ def sink_write(worker: Any, spark: Any, rows: int, batch: int, out: Path,
     while not (out / "_streams_sink").exists():
         time.sleep(0.01)
     log = CommitLog(out)
-    committed = first_rows = 0
+    first_rows = 0
     first_at = 0.0
-    while committed < rows:
+    while log.rows < rows:
         if time.monotonic() > deadline:
-            raise RuntimeError(f"sink {name}: {committed} of {rows} rows after 600 s")
-        for entry in log.refresh():
-            if not entry.rows:
-                continue  # the entry fixing the table schema
-            if not first_rows:
-                first_at, first_rows = time.perf_counter(), entry.rows
-            committed += entry.rows
+            raise RuntimeError(f"sink {name}: {log.rows} of {rows} rows after 600 s")
+        log.refresh()
+        if not first_rows and log.rows:  # (the entry fixing the table schema has none)
+            first_at, first_rows = time.perf_counter(), log.rows
         time.sleep(0.005)
     ended = time.perf_counter()
     worker.delete_connector(name)

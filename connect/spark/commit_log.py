@@ -28,6 +28,13 @@ never counts), then (3) renames the files into the table. The entry is the commi
 Offsets for a partition only grow in the log (max per partition), and a writer whose rows overlap
 an offset range committed concurrently by another writer (a zombie task) gets
 :class:`CommitConflict` instead of committing duplicates.
+
+**Compaction.** A sink that runs for months commits an entry every few seconds, and every task
+start reads the log. So whoever commits entry S with S a multiple of ``compact_every`` (100) also
+writes ``<S>.checkpoint.json``: the state after S (offsets, schema, rows so far) and, in full,
+every entry up to S whose files were still staged then (so a roll-forward still finds them). It
+then deletes the entries up to S - ``compact_every`` and older checkpoints. A log loads from its
+latest checkpoint; a reader that finds its next entry gone jumps to the latest checkpoint.
 """
 
 from __future__ import annotations
@@ -52,6 +59,8 @@ SINK_DIR = "_streams_sink"
 COMMITS_DIR = "commits"
 FORMAT_VERSION = 1
 _ENTRY_NAME = re.compile(r"^(\d{20})\.json$")
+_CHECKPOINT_NAME = re.compile(r"^(\d{20})\.checkpoint\.json$")
+COMPACT_EVERY = 100
 _UUID_HEX = "[0-9a-f]{32}"
 
 TP = tuple[str, int]
@@ -172,6 +181,40 @@ def fsync_tree(files: Iterable[Path]) -> None:
 
 
 @dataclass
+class Checkpoint:
+    """The log's state after entry ``sequence``; ``pending``: entries up to it whose files were
+    still staged when it was written."""
+
+    sequence: int
+    offsets: dict[TP, int]
+    schema: dict[str, Any] | None
+    partition_by: tuple[str, ...]
+    rows: int
+    pending: list[CommitEntry]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION, "sequence": self.sequence,
+                "offsets": _nest(self.offsets), "schema": self.schema,
+                "partition_by": list(self.partition_by), "rows": self.rows,
+                "pending": [e.to_json() for e in self.pending]}
+
+    @classmethod
+    def from_json(cls, data: Any, sequence: int) -> Checkpoint:
+        if not isinstance(data, dict):
+            raise ValueError("not a JSON object")
+        if data.get("version") != FORMAT_VERSION:
+            raise ValueError(f"unknown format version {data.get('version')!r}")
+        if data.get("sequence") != sequence:
+            raise ValueError(f"sequence {data.get('sequence')!r} does not match the file name")
+        schema = data.get("schema")
+        if schema is not None and not isinstance(schema, dict):
+            raise ValueError("schema is not an object")
+        return cls(sequence, _flat(data["offsets"]), schema, tuple(data["partition_by"]),
+                   int(data["rows"]),
+                   [CommitEntry.from_json(e, int(e["sequence"])) for e in data["pending"]])
+
+
+@dataclass
 class RecoveryReport:
     rolled_forward: list[int] = field(default_factory=list)
     orphans_deleted: list[str] = field(default_factory=list)
@@ -182,28 +225,33 @@ class CommitLog:
 
     Entries are read incrementally (:meth:`refresh`); ``offsets`` is the max committed next offset
     per topic-partition over all entries, ``schema`` the table schema of the first entry that
-    has one.
+    has one, ``rows`` the rows of all entries, ``sequence`` the last entry's number. ``entries``
+    holds the entries read since the last checkpoint, and those before it whose files were still
+    staged when it was written.
     """
 
-    def __init__(self, table_dir: str | os.PathLike[str]) -> None:
+    def __init__(self, table_dir: str | os.PathLike[str],
+                 compact_every: int = COMPACT_EVERY) -> None:
         self.table_dir = Path(table_dir)
         self.staging_root = self.table_dir / STAGING_DIR
         self.commits_dir = self.table_dir / SINK_DIR / COMMITS_DIR
         self.commits_dir.mkdir(parents=True, exist_ok=True)
         self.staging_root.mkdir(parents=True, exist_ok=True)
+        self.compact_every = compact_every
         self.entries: list[CommitEntry] = []
         self.offsets: dict[TP, int] = {}
         self.schema: dict[str, Any] | None = None
         self.partition_by: tuple[str, ...] = ()
+        self.rows = 0
+        self.sequence = 0
         self._loaded = False
 
     # -- reading -------------------------------------------------------------------------------
     def entry_path(self, sequence: int) -> Path:
         return self.commits_dir / f"{sequence:020d}.json"
 
-    @property
-    def last_sequence(self) -> int:
-        return self.entries[-1].sequence if self.entries else 0
+    def checkpoint_path(self, sequence: int) -> Path:
+        return self.commits_dir / f"{sequence:020d}.checkpoint.json"
 
     def _read(self, sequence: int) -> CommitEntry | None:
         path = self.entry_path(sequence)
@@ -220,6 +268,20 @@ class CommitLog:
                 "becomes an entry: this file was damaged afterwards. Check the data files it "
                 "lists, then repair or remove it by hand; the sink will not guess.") from None
 
+    def _read_checkpoint(self, sequence: int) -> Checkpoint | None:
+        path = self.checkpoint_path(sequence)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        try:
+            return Checkpoint.from_json(json.loads(raw), sequence)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise CommitLogError(
+                f"corrupt SparkSink commit log checkpoint {path} ({len(raw)} bytes): {exc}. It "
+                "was written to a temp file, fsynced and then linked, so it was damaged "
+                "afterwards; the entries it replaced may be gone. Repair it by hand.") from None
+
     def _add(self, entry: CommitEntry) -> None:
         self.entries.append(entry)
         for tp, offset in entry.offsets.items():
@@ -228,24 +290,80 @@ class CommitLog:
         if self.schema is None and entry.schema is not None:
             self.schema = entry.schema
             self.partition_by = entry.partition_by
+        self.rows += entry.rows
+        self.sequence = entry.sequence
+
+    def _adopt(self, checkpoint: Checkpoint) -> None:
+        """Take the state of ``checkpoint`` (at or after every entry read so far)."""
+        for tp, offset in checkpoint.offsets.items():
+            if offset > self.offsets.get(tp, -1):
+                self.offsets[tp] = offset
+        if self.schema is None and checkpoint.schema is not None:
+            self.schema = checkpoint.schema
+            self.partition_by = checkpoint.partition_by
+        self.rows = checkpoint.rows
+        self.sequence = checkpoint.sequence
+        self.entries = list(checkpoint.pending)
+
+    def _listing(self) -> tuple[list[int], list[int]]:
+        """Sequence numbers of the entries and of the checkpoints in the directory, sorted."""
+        entries, checkpoints = [], []
+        for name in os.listdir(self.commits_dir):
+            if m := _ENTRY_NAME.match(name):
+                entries.append(int(m.group(1)))
+            elif m := _CHECKPOINT_NAME.match(name):
+                checkpoints.append(int(m.group(1)))
+        return sorted(entries), sorted(checkpoints)
+
+    def _latest_checkpoint(self, after: int) -> Checkpoint | None:
+        """The newest checkpoint past entry ``after``, if any (it may be replaced by a newer one
+        while we look: then look again)."""
+        for _attempt in range(5):
+            _, checkpoints = self._listing()
+            if not checkpoints or checkpoints[-1] <= after:
+                return None
+            checkpoint = self._read_checkpoint(checkpoints[-1])
+            if checkpoint is not None:
+                return checkpoint
+        raise CommitLogError(f"SparkSink commit log {self.commits_dir}: checkpoints keep "
+                             "vanishing while read")
+
+    def _load(self) -> None:
+        checkpoint = self._latest_checkpoint(0)
+        if checkpoint is not None:
+            self._adopt(checkpoint)
+        sequences, _ = self._listing()
+        expected = self.sequence + 1
+        for sequence in sequences:
+            if sequence <= self.sequence:
+                continue  # replaced by the checkpoint (deleted soon)
+            if sequence != expected:
+                raise CommitLogError(f"SparkSink commit log {self.commits_dir} has a gap: "
+                                     f"entry {expected} is missing before {sequence}")
+            expected += 1
+        self._loaded = True
 
     def refresh(self) -> list[CommitEntry]:
-        """Read entries committed since the last call (by anyone); returns the new ones."""
+        """Read entries committed since the last call (by anyone); returns the new ones (not
+        those a checkpoint replaced before this reader got to them: ``rows`` counts those)."""
         new: list[CommitEntry] = []
         if not self._loaded:
-            sequences = sorted(int(m.group(1)) for name in os.listdir(self.commits_dir)
-                               if (m := _ENTRY_NAME.match(name)))
-            expected = 1
-            for sequence in sequences:
-                if sequence != expected:
-                    raise CommitLogError(f"SparkSink commit log {self.commits_dir} has a gap: "
-                                         f"entry {expected} is missing before {sequence}")
-                expected += 1
-            self._loaded = True
-        while (entry := self._read(self.last_sequence + 1)) is not None:
-            self._add(entry)
-            new.append(entry)
-        return new
+            self._load()
+        while True:
+            entry = self._read(self.sequence + 1)
+            if entry is not None:
+                self._add(entry)
+                new.append(entry)
+                if entry.sequence % self.compact_every == 0:
+                    # Its writer checkpoints it next: keep only what that keeps.
+                    checkpoint = self._read_checkpoint(entry.sequence)
+                    if checkpoint is not None:
+                        self.entries = list(checkpoint.pending)
+                continue
+            checkpoint = self._latest_checkpoint(self.sequence)
+            if checkpoint is None:
+                return new
+            self._adopt(checkpoint)  # our next entry was compacted away
 
     # -- writing -------------------------------------------------------------------------------
     def new_writer(self, connector: str, task: int) -> str:
@@ -263,7 +381,7 @@ class CommitLog:
         while True:
             self.refresh()
             self._check_conflicts(entry)
-            sequence = self.last_sequence + 1
+            sequence = self.sequence + 1
             numbered = CommitEntry(
                 entry.writer, entry.connector, entry.task, entry.files, entry.rows,
                 dict(entry.offsets), dict(entry.start_offsets),
@@ -281,7 +399,39 @@ class CommitLog:
                 tmp.unlink(missing_ok=True)
             _fsync_dir(self.commits_dir)
             self._add(numbered)
+            if sequence % self.compact_every == 0:
+                self._checkpoint(entry.writer)
             return numbered
+
+    def _checkpoint(self, writer: str) -> None:
+        """Write the checkpoint of the entry just committed, then delete what it replaces."""
+        pending = [e for e in self.entries if (self.table_dir / e.staging_dir).exists()]
+        checkpoint = Checkpoint(self.sequence, dict(self.offsets), self.schema,
+                                self.partition_by, self.rows, pending)
+        tmp = self.commits_dir / f".tmp-{writer}.checkpoint.json"
+        with open(tmp, "wb") as handle:
+            handle.write(json.dumps(checkpoint.to_json(), separators=(",", ":")).encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, self.checkpoint_path(self.sequence))
+        except FileExistsError:
+            pass  # written already (by a writer that read this entry and restarted?)
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(self.commits_dir)
+        self.entries = pending
+        # Entries up to one checkpoint interval back stay, so that a reader a little behind
+        # reads on without a jump.
+        entries, checkpoints = self._listing()
+        for sequence in entries:
+            if sequence <= self.sequence - self.compact_every:
+                with contextlib.suppress(FileNotFoundError):
+                    self.entry_path(sequence).unlink()
+        for sequence in checkpoints:
+            if sequence < self.sequence:
+                with contextlib.suppress(FileNotFoundError):
+                    self.checkpoint_path(sequence).unlink()
 
     def _check_conflicts(self, entry: CommitEntry) -> None:
         overlap = {tp: self.offsets[tp] for tp, start in entry.start_offsets.items()
@@ -335,7 +485,8 @@ class CommitLog:
                 report.orphans_deleted.append(name)
                 log.warning("deleted staging directory %s of an uncommitted flush", name)
         for name in os.listdir(self.commits_dir):
-            if name.startswith(".tmp-") and mine.match(name[5:-5]):
+            stem = name[5:].removesuffix(".json").removesuffix(".checkpoint")
+            if name.startswith(".tmp-") and mine.match(stem):
                 with contextlib.suppress(FileNotFoundError):
                     (self.commits_dir / name).unlink()
         return report

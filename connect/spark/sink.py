@@ -319,7 +319,7 @@ class SparkSinkTask(SinkTask):
                                               sch.DATE in self.partition_by))
         elif self._table_exists():
             self._set_struct(self.spark.table(self.table_name).schema)
-        if self.builder is not None and self.log.entries:
+        if self.builder is not None and self.log.sequence:
             self._ensure_table()
 
     # -- schema ----------------------------------------------------------------------------------

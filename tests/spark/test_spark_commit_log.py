@@ -45,7 +45,8 @@ def test_sink_log_concurrent_writers_get_unique_gapless_sequences(tmp_path: Path
     errors: list[BaseException] = []
 
     def run(task: int) -> None:
-        log = CommitLog(tmp_path)  # one instance per writer, as separate processes would have
+        # one instance per writer, as separate processes would have; no checkpoints here
+        log = CommitLog(tmp_path, compact_every=1000)
         barrier.wait()
         try:
             for i in range(per_thread):
@@ -60,7 +61,7 @@ def test_sink_log_concurrent_writers_get_unique_gapless_sequences(tmp_path: Path
     for w in workers:
         w.join(60)
     assert not errors
-    reader = CommitLog(tmp_path)
+    reader = CommitLog(tmp_path, compact_every=1000)
     reader.refresh()
     assert [e.sequence for e in reader.entries] == list(range(1, threads * per_thread + 1))
     assert len({e.writer for e in reader.entries}) == threads * per_thread
@@ -96,7 +97,7 @@ def test_sink_log_overlapping_commit_from_a_stale_writer_is_refused(tmp_path: Pa
         b.commit(entry("c-1-" + "b" * 32, [], {("t", 1): 1}, {("t", 1): 0}, task=1,
                        schema={"type": "struct", "fields": []}))
     b.commit(entry("c-1-" + "b" * 32, [], {("t", 0): 120}, {("t", 0): 100}, task=1))
-    assert b.offsets[("t", 0)] == 120 and b.last_sequence == 2
+    assert b.offsets[("t", 0)] == 120 and b.sequence == 2
 
 
 def test_sink_log_roll_forward_moves_staged_files_of_a_committed_entry(tmp_path: Path) -> None:
@@ -139,7 +140,7 @@ def test_sink_log_orphaned_staging_of_this_task_only_is_deleted(tmp_path: Path) 
     assert not torn.exists()
     reread = CommitLog(tmp_path)
     reread.refresh()
-    assert reread.last_sequence == 1  # the torn temp file never counted as an entry
+    assert reread.sequence == 1  # the torn temp file never counted as an entry
 
 
 def test_sink_log_corrupt_or_truncated_entry_is_reported_clearly(tmp_path: Path) -> None:
@@ -165,3 +166,99 @@ def test_sink_log_entry_paths_must_stay_inside_the_table(tmp_path: Path) -> None
     log.commit(bad)
     with pytest.raises(CommitLogError, match="not relative to the table"):
         CommitLog(tmp_path).refresh()
+
+
+# -- compaction ------------------------------------------------------------------------------------
+
+def commit_plain(log: CommitLog, offset: int, task: int = 0, schema: dict | None = None) -> None:
+    """An entry of one (unstaged) row moving partition ``task`` from ``offset`` to offset + 1."""
+    e = CommitEntry(log.new_writer("c", task), "c", task, (), 1, {("t", task): offset + 1},
+                    {("t", task): offset}, schema)
+    log.commit(e)
+
+
+def names(log: CommitLog) -> list[str]:
+    return sorted(p.name for p in log.commits_dir.iterdir())
+
+
+def test_sink_log_checkpoints_replace_old_entries(tmp_path: Path) -> None:
+    log = CommitLog(tmp_path, compact_every=3)
+    for offset in range(8):
+        commit_plain(log, offset, schema={"fields": []} if offset == 0 else None)
+    # checkpoints at 3 and 6; entries up to 6 - 3 deleted, and the checkpoint of 3
+    assert names(log) == sorted([f"{s:020d}.json" for s in (4, 5, 6, 7, 8)]
+                                + [f"{6:020d}.checkpoint.json"])
+    assert [e.sequence for e in log.entries] == [7, 8]  # memory bounded too
+    fresh = CommitLog(tmp_path, compact_every=3)
+    fresh.refresh()
+    assert (fresh.sequence, fresh.rows, fresh.offsets, fresh.schema) == \
+        (8, 8, {("t", 0): 8}, {"fields": []})
+    assert [e.sequence for e in fresh.entries] == [7, 8]
+    with pytest.raises(CommitConflict):  # a stale writer is still refused after compaction
+        commit_plain(fresh, 5)
+
+
+def test_sink_log_reader_behind_jumps_to_the_checkpoint(tmp_path: Path) -> None:
+    writer, reader = CommitLog(tmp_path, compact_every=3), CommitLog(tmp_path, compact_every=3)
+    commit_plain(writer, 0)
+    assert [e.sequence for e in reader.refresh()] == [1]
+    for offset in range(1, 9):  # checkpoint 9 deletes entries up to 6: reader's next is gone
+        commit_plain(writer, offset)
+    new = reader.refresh()
+    assert [e.sequence for e in new] == []  # 2..9 were replaced by checkpoint 9
+    assert (reader.sequence, reader.rows, reader.offsets) == (9, 9, {("t", 0): 9})
+    commit_plain(writer, 9)
+    assert [e.sequence for e in reader.refresh()] == [10]
+    assert reader.rows == 10
+
+
+def test_sink_log_reader_keeping_up_drops_entries_a_checkpoint_replaced(tmp_path: Path) -> None:
+    writer, reader = CommitLog(tmp_path, compact_every=3), CommitLog(tmp_path, compact_every=3)
+    for offset in range(7):
+        commit_plain(writer, offset)
+        reader.refresh()
+    assert [e.sequence for e in reader.entries] == [7]
+    assert reader.rows == 7
+
+
+def test_sink_log_checkpoint_keeps_entries_still_staged_for_roll_forward(tmp_path: Path) -> None:
+    log = CommitLog(tmp_path, compact_every=2)
+    writer, files = stage(log, "c", 0, {"part-00000-x.c000.parquet": b"rows"})
+    staged = log.commit(entry(writer, files, {("t", 0): 1}))  # crash: never applied
+    for offset in range(1, 5):  # checkpoints at 2 and 4 delete entry 1's file
+        commit_plain(log, offset)
+    assert not log.entry_path(staged.sequence).exists()
+    report = CommitLog(tmp_path, compact_every=2).recover("c", 0)
+    assert report.rolled_forward == [staged.sequence]
+    assert (tmp_path / files[0].final).read_bytes() == b"rows"
+    assert not (log.staging_root / writer).exists()
+    log.commit(entry(log.new_writer("c", 0), [], {("t", 0): 6}, {("t", 0): 5}))  # 6: checkpoint
+    # a checkpoint after the roll-forward no longer carries the entry
+    assert CommitLog(tmp_path, compact_every=2).recover("c", 0).rolled_forward == []
+
+
+def test_sink_log_concurrent_writers_with_checkpoints(tmp_path: Path) -> None:
+    threads, per_thread = 4, 30
+    barrier = threading.Barrier(threads)
+    errors: list[BaseException] = []
+
+    def run(task: int) -> None:
+        log = CommitLog(tmp_path, compact_every=7)
+        barrier.wait()
+        try:
+            for i in range(per_thread):
+                commit_plain(log, i, task=task)
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert not errors
+    reader = CommitLog(tmp_path, compact_every=7)
+    reader.refresh()
+    assert (reader.sequence, reader.rows) == (threads * per_thread, threads * per_thread)
+    assert reader.offsets == {("t", t): per_thread for t in range(threads)}
+    assert len(names(reader)) <= 2 * 7 + 1

@@ -51,8 +51,8 @@ def committed_rows(path: Path) -> int:
         return 0
     log = CommitLog(path)
     log.refresh()
-    return sum(e.rows for e in log.entries
-               if all((path / f.final).exists() for f in e.files))
+    return log.rows - sum(e.rows for e in log.entries
+                          if not all((path / f.final).exists() for f in e.files))
 
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:

@@ -44,7 +44,7 @@ class Gate:
 def entries(path: Path) -> int:
     log = CommitLog(path)
     log.refresh()
-    return len(log.entries)
+    return log.sequence
 
 
 @pytest.fixture
