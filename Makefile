@@ -12,7 +12,7 @@ EDITABLE := --config-settings editable_mode=compat -e
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q $(EDITABLE) '.[dev,spark]'
+	$(PY) -m pip install -q $(EDITABLE) '.[dev,spark,spark-connect]'
 	touch $@
 
 demo: $(VENV)/.installed
