@@ -27,7 +27,11 @@ never counts), then (3) renames the files into the table. The entry is the commi
 
 Offsets for a partition only grow in the log (max per partition), and a writer whose rows overlap
 an offset range committed concurrently by another writer (a zombie task) gets
-:class:`CommitConflict` instead of committing duplicates.
+:class:`CommitConflict` instead of committing duplicates. A writer holds an exclusive ``flock``
+on ``_streams_staging/<writer>.lock`` from before Spark writes until its files are in place
+(:meth:`CommitLog.claim`): a restarted task deletes only staging directories whose lock it can
+take, never those of a zombie of the same task still writing (on one machine or a filesystem
+with working ``flock``).
 
 **Compaction.** A sink that runs for months commits an entry every few seconds, and every task
 start reads the log. So whoever commits entry S with S a multiple of ``compact_every`` (100) also
@@ -40,6 +44,7 @@ latest checkpoint; a reader that finds its next entry gone jumps to the latest c
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import logging
 import os
@@ -47,7 +52,7 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -218,6 +223,7 @@ class Checkpoint:
 class RecoveryReport:
     rolled_forward: list[int] = field(default_factory=list)
     orphans_deleted: list[str] = field(default_factory=list)
+    live_writers: list[str] = field(default_factory=list)
 
 
 class CommitLog:
@@ -370,6 +376,34 @@ class CommitLog:
         """A fresh staging directory name for one flush of ``connector`` task ``task``."""
         return writer_prefix(connector, task) + uuid.uuid4().hex
 
+    @contextlib.contextmanager
+    def claim(self, writer: str) -> Iterator[None]:
+        """Hold ``writer``'s staging lock: :meth:`recover` leaves its staging directory alone
+        meanwhile. Enter before Spark writes, leave once the files are in place."""
+        lock_path = self.staging_root / f"{writer}.lock"
+        fd = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                lock_path.unlink()
+            os.close(fd)
+
+    def _claimed(self, writer: str) -> bool:
+        """Whether a live writer holds ``writer``'s staging lock (its process has not exited)."""
+        try:
+            fd = os.open(self.staging_root / f"{writer}.lock", os.O_RDWR)
+        except FileNotFoundError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # also releases a lock we took
+        return False
+
     def commit(self, entry: CommitEntry) -> CommitEntry:
         """Publish ``entry`` atomically at the next free sequence number; returns it numbered.
 
@@ -479,11 +513,21 @@ class CommitLog:
                 log.warning("rolled forward commit %d of %s (files were still staged)",
                             entry.sequence, entry.writer)
         mine = re.compile(re.escape(writer_prefix(connector, task)) + _UUID_HEX + "$")
-        for name in sorted(os.listdir(self.staging_root)):
-            if mine.match(name) and name not in referenced:
-                shutil.rmtree(self.staging_root / name, ignore_errors=True)
-                report.orphans_deleted.append(name)
-                log.warning("deleted staging directory %s of an uncommitted flush", name)
+        names = set(os.listdir(self.staging_root))
+        writers = {n.removesuffix(".lock") for n in names}
+        for writer in sorted(w for w in writers if mine.match(w)):
+            if self._claimed(writer):
+                if writer not in referenced:
+                    log.warning("staging directory %s belongs to a writer still running (a "
+                                "zombie of this task?): left alone", writer)
+                    report.live_writers.append(writer)
+                continue
+            if writer in names and writer not in referenced:
+                shutil.rmtree(self.staging_root / writer, ignore_errors=True)
+                report.orphans_deleted.append(writer)
+                log.warning("deleted staging directory %s of an uncommitted flush", writer)
+            with contextlib.suppress(FileNotFoundError):  # the lock of a writer that died
+                (self.staging_root / f"{writer}.lock").unlink()
         for name in os.listdir(self.commits_dir):
             stem = name[5:].removesuffix(".json").removesuffix(".checkpoint")
             if name.startswith(".tmp-") and mine.match(stem):

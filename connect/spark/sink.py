@@ -682,15 +682,17 @@ class SparkSinkTask(SinkTask):
             live = {tp: buf for tp, buf in buffers.items() if buf.next is not None}
             if not live:
                 return None
-            entry = self._write_and_commit(live)
+            writer = self.log.new_writer(self.connector, self.task_id)
+            with self.log.claim(writer):  # a restart of this task leaves our staging alone
+                entry = self._write_and_commit(live, writer)
+                if entry is not None and entry.files:
+                    self.log.apply(entry)
             if entry is not None:
                 break
         else:
             raise ConnectException("SparkSink could not commit after 5 attempts (conflicting "
                                    "writers on the same table and partitions?)")
         self.committed = dict(self.log.offsets)
-        if entry.files:
-            self.log.apply(entry)
         self._ensure_table()
         if self.table_name is not None and entry.files:
             self._refresh_table()
@@ -721,12 +723,12 @@ class SparkSinkTask(SinkTask):
                 self.floor[tp] = max(self.floor.get(tp, -1), committed)
             buf.drop_below(committed)
 
-    def _write_and_commit(self, selected: dict[TP, _Buffer]) -> CommitEntry | None:
-        """Stage, write and commit ``selected``; None after a conflict (staging removed)."""
+    def _write_and_commit(self, selected: dict[TP, _Buffer], writer: str) -> CommitEntry | None:
+        """Stage ``selected`` as ``writer``, write and commit it; None after a conflict (staging
+        removed)."""
         assert self.builder is not None
         batches = [b for buf in selected.values() for b in buf.batches]
         rows = sum(b.num_rows for b in batches)
-        writer = self.log.new_writer(self.connector, self.task_id)
         files = self._write(pa.Table.from_batches(batches, self.builder.arrow_schema), writer) \
             if rows else []
         entry = CommitEntry(

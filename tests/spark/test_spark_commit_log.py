@@ -143,6 +143,36 @@ def test_sink_log_orphaned_staging_of_this_task_only_is_deleted(tmp_path: Path) 
     assert reread.sequence == 1  # the torn temp file never counted as an entry
 
 
+def test_sink_log_staging_of_a_live_writer_of_the_same_task_is_left_alone(tmp_path: Path
+                                                                          ) -> None:
+    zombie_log = CommitLog(tmp_path)
+    writer = zombie_log.new_writer("a", 1)
+    with zombie_log.claim(writer):  # a zombie of task a-1, still writing
+        (zombie_log.staging_root / writer).mkdir()
+        (zombie_log.staging_root / writer / "part-0.parquet").write_bytes(b"x")
+        report = CommitLog(tmp_path).recover("a", 1)  # the restarted task a-1
+        assert report.orphans_deleted == [] and report.live_writers == [writer]
+        assert (zombie_log.staging_root / writer / "part-0.parquet").exists()
+    report = CommitLog(tmp_path).recover("a", 1)  # the zombie is gone (without committing)
+    assert report.orphans_deleted == [writer] and report.live_writers == []
+    assert list(zombie_log.staging_root.iterdir()) == []
+
+
+def test_sink_log_lock_of_a_writer_dead_before_writing_is_removed(tmp_path: Path) -> None:
+    log = CommitLog(tmp_path)
+    stale = log.staging_root / f"{log.new_writer('a', 1)}.lock"
+    stale.write_bytes(b"")  # its process died: nobody holds the lock
+    report = CommitLog(tmp_path).recover("a", 1)
+    assert report.orphans_deleted == [] and report.live_writers == [] and not stale.exists()
+    # the same after a commit whose writer died before moving its files
+    writer, files = stage(log, "a", 1, {"part-0.parquet": b"x"})
+    (log.staging_root / f"{writer}.lock").write_bytes(b"")
+    log.commit(entry(writer, files, {("t", 0): 1}, connector="a", task=1))
+    report = CommitLog(tmp_path).recover("a", 1)
+    assert report.rolled_forward == [1] and report.orphans_deleted == []
+    assert list(log.staging_root.iterdir()) == []
+
+
 def test_sink_log_corrupt_or_truncated_entry_is_reported_clearly(tmp_path: Path) -> None:
     log = CommitLog(tmp_path)
     log.commit(entry("c-0-" + "a" * 32, [], {("t", 0): 1}))
