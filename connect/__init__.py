@@ -21,11 +21,18 @@ from connect.data import (
     SchemaBuilder,
     Struct,
 )
-from connect.records import ConnectHeaders, ConnectRecord, Header, SinkRecord, SourceRecord
+from connect.records import (
+    ConnectHeaders,
+    ConnectRecord,
+    Header,
+    SinkRecord,
+    SinkRecordBatch,
+    SourceRecord,
+)
 
 __all__ = [
     "ConfigDef", "ConnectException", "Connector", "RetriableException", "SinkConnector",
     "SinkTask", "SourceConnector", "SourceTask",
     "ConnectHeaders", "ConnectRecord", "DataException", "Field", "Header", "Schema",
-    "SchemaAndValue", "SchemaBuilder", "SinkRecord", "SourceRecord", "Struct",
+    "SchemaAndValue", "SchemaBuilder", "SinkRecord", "SinkRecordBatch", "SourceRecord", "Struct",
 ]
