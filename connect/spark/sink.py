@@ -11,13 +11,13 @@ entry of its own (a task that finds another's schema there converts to it). The 
 consumer group, is the record of what was written: ``open`` rewinds to it, ``put`` drops what it
 already covers and ``pre_commit`` reports only offsets it covers.
 
-A due flush is handed to one background thread (:mod:`connect.spark.flusher`) and ``put``
-returns: Spark writes while the worker fetches and
-converts the next records. One flush is in flight at a time (a second due flush waits: that is
-the backpressure), ``pre_commit`` reports only offsets of committed entries, so never those of the
-flush in flight, and ``open``/``flush``/``close``/``stop`` wait for it. A failed background flush
-fails the task at its next call and blocks every later commit, so its records are re-read after
-the restart.
+A due flush is handed to the background (:mod:`connect.spark.flusher`) and ``put`` returns:
+Spark writes while the worker fetches and converts the next records. Two flushes may be in flight
+(their Spark writes overlap; they commit in hand-over order; a third due flush waits: that is the
+backpressure), ``pre_commit`` reports only offsets of committed entries, so never those of a
+flush in flight, and ``open``/``flush``/``close``/``stop`` wait for them. A failed background
+flush fails the task at its next call and blocks every later commit, so its records are re-read
+after the restart.
 
 With ``value.format=json`` and ``value.converter=org.apache.kafka.connect.converters.
 ByteArrayConverter`` in the connector config (recommended for JSON), record values are JSON texts
@@ -72,7 +72,7 @@ from connect.spark.commit_log import (
     DataFile,
     fsync_tree,
 )
-from connect.spark.flusher import FlushThread
+from connect.spark.flusher import FlushThread, Turn
 
 log = logging.getLogger("connect.spark.sink")
 
@@ -308,6 +308,7 @@ class SparkSinkTask(SinkTask):
         report = self.log.recover(self.connector, self.task_id)
         self.committed: dict[TP, int] = dict(self.log.offsets)
         self.flusher = FlushThread(f"spark-sink-{self.task_id}-flush")
+        self.log_lock = threading.Lock()  # the flush threads share self.log
         if report.rolled_forward or report.orphans_deleted:
             log.warning("%s-%d: recovery rolled forward commits %s, deleted staged flushes %s",
                         self.connector, self.task_id, report.rolled_forward,
@@ -597,15 +598,15 @@ class SparkSinkTask(SinkTask):
                 return
 
     def _hand_over(self, limit: int | None) -> bool:
-        """Give the flush thread ``limit`` buffered rows (all if None) to write; False if none."""
-        self.flusher.wait()  # backpressure: one flush in flight
+        """Give the flush threads ``limit`` buffered rows (all if None) to write; False if none.
+        Waits while as many flushes as they take are in flight (backpressure)."""
         self.flusher.check()
         selected = self._select(None, limit)
         if not selected:
             return False
         self._forget(selected)
         pending, self.pending = self.pending, []
-        self.flusher.submit(lambda: self._commit_buffers(selected, pending, in_background=True))
+        self.flusher.submit(lambda turn: self._commit_buffers(selected, pending, turn))
         return True
 
     def _flush(self, only: list[TP] | None) -> None:
@@ -620,7 +621,7 @@ class SparkSinkTask(SinkTask):
             self._fix_schema()
         selected = self._select(only, None)
         pending, self.pending = self.pending, []
-        self._commit_buffers(selected, pending, in_background=False)
+        self._commit_buffers(selected, pending, None)
         # Committed (or all already covered by the log): these rows are the table's now,
         # whatever happens next (if a rename failed, the next start rolls the entry forward).
         self._forget(selected)
@@ -664,38 +665,39 @@ class SparkSinkTask(SinkTask):
             self._reset_timer_if_idle()
 
     def _commit_buffers(self, buffers: dict[TP, _Buffer], pending: list[Future[Any]],
-                        in_background: bool) -> CommitEntry | None:
+                        turn: Turn | None) -> CommitEntry | None:
         """Write, commit and apply ``buffers``; None if the log already covered all of them.
 
-        Runs in the flush thread (``in_background``) or under the task lock with no flush in
-        flight: either way it alone uses ``self.log`` meanwhile.
+        Runs in a flush thread (with its ``turn`` to commit, see :mod:`connect.spark.flusher`:
+        the Spark write may overlap another flush's, the commit waits for the earlier flushes)
+        or under the task lock with no flush in flight (``turn`` None). ``self.log`` is used
+        under ``self.log_lock``.
         """
         began = time.monotonic()
         for future in pending:  # bad records reach the DLQ before their offsets commit
             future.result(timeout=120)
         entry = None
         for _attempt in range(5):
-            self.log.refresh()
-            self.committed = dict(self.log.offsets)
-            self._drop_committed(buffers, raise_floor=not in_background)
+            with self.log_lock:
+                self.log.refresh()
+                self.committed = dict(self.log.offsets)
+                self._drop_committed(buffers, raise_floor=turn is None)
             assert self.builder is not None
             live = {tp: buf for tp, buf in buffers.items() if buf.next is not None}
             if not live:
                 return None
             writer = self.log.new_writer(self.connector, self.task_id)
             with self.log.claim(writer):  # a restart of this task leaves our staging alone
-                entry = self._write_and_commit(live, writer)
-                if entry is not None and entry.files:
-                    self.log.apply(entry)
+                entry = self._write_and_commit(live, writer, turn)
             if entry is not None:
                 break
         else:
             raise ConnectException("SparkSink could not commit after 5 attempts (conflicting "
                                    "writers on the same table and partitions?)")
-        self.committed = dict(self.log.offsets)
-        self._ensure_table()
-        if self.table_name is not None and entry.files:
-            self._refresh_table()
+        with self.log_lock:
+            self._ensure_table()
+            if self.table_name is not None and entry.files:
+                self._refresh_table()
         log.info("%s-%d: committed %d rows in %d files as entry %d (%.2fs)", self.connector,
                  self.task_id, entry.rows, len(entry.files), entry.sequence,
                  time.monotonic() - began)
@@ -723,9 +725,10 @@ class SparkSinkTask(SinkTask):
                 self.floor[tp] = max(self.floor.get(tp, -1), committed)
             buf.drop_below(committed)
 
-    def _write_and_commit(self, selected: dict[TP, _Buffer], writer: str) -> CommitEntry | None:
-        """Stage ``selected`` as ``writer``, write and commit it; None after a conflict (staging
-        removed)."""
+    def _write_and_commit(self, selected: dict[TP, _Buffer], writer: str,
+                          turn: Turn | None) -> CommitEntry | None:
+        """Stage ``selected`` as ``writer``, write it, wait for ``turn``, commit and apply it;
+        None after a conflict (staging removed)."""
         assert self.builder is not None
         batches = [b for buf in selected.values() for b in buf.batches]
         rows = sum(b.num_rows for b in batches)
@@ -736,8 +739,19 @@ class SparkSinkTask(SinkTask):
             {tp: buf.next for tp, buf in selected.items()},  # type: ignore[misc]
             {tp: buf.start for tp, buf in selected.items()},  # type: ignore[misc]
             self.builder.struct.jsonValue(), tuple(self.partition_by))
+        if turn is not None:
+            try:
+                turn()  # every earlier flush has committed (raises if one failed)
+            except BaseException:
+                shutil.rmtree(self.log.staging_root / writer, ignore_errors=True)
+                raise
         try:
-            return self.log.commit(entry)
+            with self.log_lock:
+                committed = self.log.commit(entry)
+                self.committed = dict(self.log.offsets)
+                if committed.files:
+                    self.log.apply(committed)
+            return committed
         except CommitConflict as exc:
             log.warning("%s-%d: commit conflict, retrying: %s", self.connector, self.task_id, exc)
             shutil.rmtree(self.log.staging_root / writer, ignore_errors=True)
@@ -839,7 +853,7 @@ class SparkSinkTask(SinkTask):
             if self._due():
                 self._flush_due()
             wanted = {(tp[0], tp[1]) for tp in current_offsets}
-            committed = self.committed  # committed entries only: never the flush in flight
+            committed = self.committed  # committed entries only: never a flush in flight
             return {TopicPartition(*tp): offset for tp, offset in committed.items()
                     if tp in wanted}
 
@@ -861,7 +875,7 @@ class SparkSinkTask(SinkTask):
         with self.lock:
             self._disarm_timer()
             try:
-                self.flusher.shutdown()  # waits for the flush in flight
+                self.flusher.shutdown()  # waits for the flushes in flight
                 self._flush(None)  # raises instead if that one failed
             finally:
                 with contextlib.suppress(Exception):
