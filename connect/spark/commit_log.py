@@ -126,20 +126,30 @@ class CommitEntry:
 
     @classmethod
     def from_json(cls, data: Any, sequence: int) -> CommitEntry:
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        if data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unknown format version {data.get('version')!r}")
-        if data.get("sequence") != sequence:
-            raise ValueError(f"sequence {data.get('sequence')!r} does not match the file name")
+        _check_header(data, sequence)
         files = tuple(DataFile(_relative(f["staging"]), _relative(f["final"]))
                       for f in data["files"])
-        schema = data.get("schema")
-        if schema is not None and not isinstance(schema, dict):
-            raise ValueError("schema is not an object")
+        schema = _schema(data)
         return cls(str(data["writer"]), str(data["connector"]), int(data["task"]), files,
                    int(data["rows"]), _flat(data["offsets"]), _flat(data.get("start_offsets", {})),
                    schema, tuple(data.get("partition_by", ())), sequence)
+
+
+def _check_header(data: Any, sequence: int) -> None:
+    """What every log file starts with: an object of our format, numbered as its name."""
+    if not isinstance(data, dict):
+        raise ValueError("not a JSON object")
+    if data.get("version") != FORMAT_VERSION:
+        raise ValueError(f"unknown format version {data.get('version')!r}")
+    if data.get("sequence") != sequence:
+        raise ValueError(f"sequence {data.get('sequence')!r} does not match the file name")
+
+
+def _schema(data: dict[str, Any]) -> dict[str, Any] | None:
+    schema = data.get("schema")
+    if schema is not None and not isinstance(schema, dict):
+        raise ValueError("schema is not an object")
+    return schema
 
 
 def _nest(offsets: Mapping[TP, int]) -> dict[str, dict[str, int]]:
@@ -185,6 +195,14 @@ def fsync_tree(files: Iterable[Path]) -> None:
         _fsync_dir(directory)
 
 
+def _corrupt(path: Path, kind: str, size: int, exc: Exception) -> CommitLogError:
+    return CommitLogError(
+        f"corrupt SparkSink commit log {kind} {path} ({size} bytes): {exc}. It was written to a "
+        "temp file, fsynced and then linked, so a torn write never shows: this file was damaged "
+        "afterwards. Check the data files it lists, then repair or remove it by hand; the sink "
+        "will not guess.")
+
+
 @dataclass
 class Checkpoint:
     """The log's state after entry ``sequence``; ``pending``: entries up to it whose files were
@@ -205,15 +223,8 @@ class Checkpoint:
 
     @classmethod
     def from_json(cls, data: Any, sequence: int) -> Checkpoint:
-        if not isinstance(data, dict):
-            raise ValueError("not a JSON object")
-        if data.get("version") != FORMAT_VERSION:
-            raise ValueError(f"unknown format version {data.get('version')!r}")
-        if data.get("sequence") != sequence:
-            raise ValueError(f"sequence {data.get('sequence')!r} does not match the file name")
-        schema = data.get("schema")
-        if schema is not None and not isinstance(schema, dict):
-            raise ValueError("schema is not an object")
+        _check_header(data, sequence)
+        schema = _schema(data)
         return cls(sequence, _flat(data["offsets"]), schema, tuple(data["partition_by"]),
                    int(data["rows"]),
                    [CommitEntry.from_json(e, int(e["sequence"])) for e in data["pending"]])
@@ -259,34 +270,49 @@ class CommitLog:
     def checkpoint_path(self, sequence: int) -> Path:
         return self.commits_dir / f"{sequence:020d}.checkpoint.json"
 
-    def _read(self, sequence: int) -> CommitEntry | None:
-        path = self.entry_path(sequence)
+    @staticmethod
+    def _read_file(path: Path, kind: str) -> Any:
+        """The JSON in ``path`` (None if there is no such file)."""
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
             return None
         try:
-            return CommitEntry.from_json(json.loads(raw), sequence)
+            return json.loads(raw)
+        except ValueError as exc:
+            raise _corrupt(path, kind, len(raw), exc) from None
+
+    def _read(self, sequence: int) -> CommitEntry | None:
+        path = self.entry_path(sequence)
+        data = self._read_file(path, "entry")
+        try:
+            return None if data is None else CommitEntry.from_json(data, sequence)
         except (ValueError, KeyError, TypeError) as exc:
-            raise CommitLogError(
-                f"corrupt SparkSink commit log entry {path} ({len(raw)} bytes): {exc}. Entries "
-                "are written to a temp file, fsynced and then linked, so a torn write never "
-                "becomes an entry: this file was damaged afterwards. Check the data files it "
-                "lists, then repair or remove it by hand; the sink will not guess.") from None
+            raise _corrupt(path, "entry", path.stat().st_size, exc) from None
 
     def _read_checkpoint(self, sequence: int) -> Checkpoint | None:
         path = self.checkpoint_path(sequence)
+        data = self._read_file(path, "checkpoint")
         try:
-            raw = path.read_bytes()
-        except FileNotFoundError:
-            return None
-        try:
-            return Checkpoint.from_json(json.loads(raw), sequence)
+            return None if data is None else Checkpoint.from_json(data, sequence)
         except (ValueError, KeyError, TypeError) as exc:
-            raise CommitLogError(
-                f"corrupt SparkSink commit log checkpoint {path} ({len(raw)} bytes): {exc}. It "
-                "was written to a temp file, fsynced and then linked, so it was damaged "
-                "afterwards; the entries it replaced may be gone. Repair it by hand.") from None
+            raise _corrupt(path, "checkpoint", path.stat().st_size, exc) from None
+
+    def _publish(self, data: dict[str, Any], tmp: Path, target: Path) -> bool:
+        """Write ``data`` to ``tmp``, fsync it and link it to ``target``: all of it appears at
+        once or nothing does. False if ``target`` exists already."""
+        with open(tmp, "wb") as handle:
+            handle.write(json.dumps(data, separators=(",", ":")).encode())
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(tmp, target)
+        except FileExistsError:
+            return False
+        finally:
+            tmp.unlink(missing_ok=True)
+        _fsync_dir(self.commits_dir)
+        return True
 
     def _add(self, entry: CommitEntry) -> None:
         self.entries.append(entry)
@@ -421,17 +447,8 @@ class CommitLog:
                 dict(entry.offsets), dict(entry.start_offsets),
                 entry.schema if self.schema is None else None,
                 entry.partition_by, sequence)
-            with open(tmp, "wb") as handle:
-                handle.write(json.dumps(numbered.to_json(), separators=(",", ":")).encode())
-                handle.flush()
-                os.fsync(handle.fileno())
-            try:
-                os.link(tmp, self.entry_path(sequence))
-            except FileExistsError:
+            if not self._publish(numbered.to_json(), tmp, self.entry_path(sequence)):
                 continue  # someone took this number: read their entry, check again, retry
-            finally:
-                tmp.unlink(missing_ok=True)
-            _fsync_dir(self.commits_dir)
             self._add(numbered)
             if sequence % self.compact_every == 0:
                 self._checkpoint(entry.writer)
@@ -442,18 +459,8 @@ class CommitLog:
         pending = [e for e in self.entries if (self.table_dir / e.staging_dir).exists()]
         checkpoint = Checkpoint(self.sequence, dict(self.offsets), self.schema,
                                 self.partition_by, self.rows, pending)
-        tmp = self.commits_dir / f".tmp-{writer}.checkpoint.json"
-        with open(tmp, "wb") as handle:
-            handle.write(json.dumps(checkpoint.to_json(), separators=(",", ":")).encode())
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            os.link(tmp, self.checkpoint_path(self.sequence))
-        except FileExistsError:
-            pass  # written already (by a writer that read this entry and restarted?)
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(self.commits_dir)
+        self._publish(checkpoint.to_json(), self.commits_dir / f".tmp-{writer}.checkpoint.json",
+                      self.checkpoint_path(self.sequence))
         self.entries = pending
         # Entries up to one checkpoint interval back stay, so that a reader a little behind
         # reads on without a jump.

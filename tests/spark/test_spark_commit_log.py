@@ -39,19 +39,18 @@ def entry(writer: str, files: list, offsets: dict, start: dict | None = None,
                        start if start is not None else {tp: 0 for tp in offsets}, schema)
 
 
-def test_sink_log_concurrent_writers_get_unique_gapless_sequences(tmp_path: Path) -> None:
-    threads, per_thread = 4, 25
+def run_writers(tmp_path: Path, threads: int, per_thread: int, compact_every: int) -> None:
+    """``threads`` writers at once, each with its own CommitLog (as separate processes would
+    have), each committing ``per_thread`` one-row entries for partition t-<its number>."""
     barrier = threading.Barrier(threads)
     errors: list[BaseException] = []
 
     def run(task: int) -> None:
-        # one instance per writer, as separate processes would have; no checkpoints here
-        log = CommitLog(tmp_path, compact_every=1000)
+        log = CommitLog(tmp_path, compact_every=compact_every)
         barrier.wait()
         try:
             for i in range(per_thread):
-                log.commit(entry(log.new_writer("c", task), [], {("t", task): i + 1},
-                                 {("t", task): i}, task=task))
+                commit_plain(log, i, task=task)
         except BaseException as exc:  # pragma: no cover - reported below
             errors.append(exc)
 
@@ -61,6 +60,11 @@ def test_sink_log_concurrent_writers_get_unique_gapless_sequences(tmp_path: Path
     for w in workers:
         w.join(60)
     assert not errors
+
+
+def test_sink_log_concurrent_writers_get_unique_gapless_sequences(tmp_path: Path) -> None:
+    threads, per_thread = 4, 25
+    run_writers(tmp_path, threads, per_thread, compact_every=1000)  # no checkpoints here
     reader = CommitLog(tmp_path, compact_every=1000)
     reader.refresh()
     assert [e.sequence for e in reader.entries] == list(range(1, threads * per_thread + 1))
@@ -269,24 +273,7 @@ def test_sink_log_checkpoint_keeps_entries_still_staged_for_roll_forward(tmp_pat
 
 def test_sink_log_concurrent_writers_with_checkpoints(tmp_path: Path) -> None:
     threads, per_thread = 4, 30
-    barrier = threading.Barrier(threads)
-    errors: list[BaseException] = []
-
-    def run(task: int) -> None:
-        log = CommitLog(tmp_path, compact_every=7)
-        barrier.wait()
-        try:
-            for i in range(per_thread):
-                commit_plain(log, i, task=task)
-        except BaseException as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    workers = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join(60)
-    assert not errors
+    run_writers(tmp_path, threads, per_thread, compact_every=7)
     reader = CommitLog(tmp_path, compact_every=7)
     reader.refresh()
     assert (reader.sequence, reader.rows) == (threads * per_thread, threads * per_thread)
