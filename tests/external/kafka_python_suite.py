@@ -18,7 +18,9 @@ What it does:
    kafka-python infers from them (the suite asserts that value and gates tests on it),
 6. runs ``pytest test/integration`` with ``KAFKA_URI`` pointing at our broker, deselecting only the
    tests listed in ``DESELECT`` (each with the reason a single node cannot pass it),
-7. stops the broker whatever happens, prints pytest's summary line last and exits with pytest's
+7. when the only failures are tests of ``CLIENT_RACES`` (races inside kafka-python itself, each
+   with its diagnosis), runs those once more and lets the second result count,
+8. stops the broker whatever happens, prints pytest's summary line last and exits with pytest's
    exit code (a run in which no test passed is a failure).
 
 The full pytest output (with the suite's DEBUG logs) is kept in
@@ -43,8 +45,9 @@ import tempfile
 import textwrap
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 from typing import Any, TextIO
@@ -102,6 +105,21 @@ DESELECT: dict[str, str] = {
         "needs an authorizer (the suite's own brokers set authorizer.class.name); ours has none, "
         "and Kafka without one answers every ACL request with SECURITY_DISABLED(54), as we do"
     ),
+}
+
+# Tests that fail now and then because of a race inside kafka-python itself, whatever the broker
+# does. When a run's only failures are among these, each is run once more on its own and the second
+# result counts; a failure of any other test, or of one of these twice, still fails the run.
+_SUBSCRIBE_RACE = (
+    "the test's consumer (group_id=None) subscribes while its bootstrap MetadataRequest (topics=[]) "
+    "is in flight; kafka-python's ClusterMetadata.update_metadata then clears the update that "
+    "set_topics requested (see the TODO in set_topics), so the consumer has no partitions until "
+    "metadata.max.age.ms (300 s) and its 30 s consumer_timeout_ms ends the read with nothing"
+)
+CLIENT_RACES: dict[str, str] = {
+    f"test/integration/test_producer_integration.py::test_idempotent_producer_max_in_flight[{n}]":
+        _SUBSCRIBE_RACE
+    for n in (1, 2, 5)
 }
 
 SHIM_INIT = '"""Package marker written by streams\' tests/external/kafka_python_suite.py."""\n'
@@ -188,6 +206,7 @@ INFER_VERSION = textwrap.dedent(
     """
 )
 
+FAILED_RE = re.compile(r"^(?:FAILED|ERROR) (\S+)")
 SUMMARY_RE = re.compile(r"^=+ (.*\bin [0-9.]+s.*) =+$")
 SECTION_RE = re.compile(r"^=+ (.+?) =+$")
 QUIET_SECTIONS = ("PASSES",)
@@ -333,9 +352,13 @@ class OutputFilter:
         self.in_quiet_section = False
         self.in_capture = False
         self.summary: str | None = None
+        self.failed: list[str] = []
 
     def feed(self, line: str) -> None:
         stripped = line.rstrip("\n")
+        failed = FAILED_RE.match(stripped)
+        if failed:
+            self.failed.append(failed.group(1))
         summary = SUMMARY_RE.match(stripped)
         if summary:
             self.summary = stripped
@@ -352,8 +375,16 @@ class OutputFilter:
             self.console.flush()
 
 
+@dataclass
+class PytestRun:
+    code: int
+    summary: str | None
+    failed: list[str]  # node ids from the short summary's FAILED and ERROR lines
+
+
 def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kafka_root: Path,
-               extra: list[str], deadline_s: float) -> tuple[int, str | None]:
+               extra: list[str], deadline_s: float, log_file: Path = LOG_FILE) -> PytestRun:
+    """Run the integration suite, or only the node ids in `extra` when it names some."""
     env = dict(os.environ)
     env.update(
         KAFKA_URI=f"kafka://127.0.0.1:{port}",
@@ -362,14 +393,16 @@ def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kaf
         PYTHONDONTWRITEBYTECODE="1",
     )
     env.pop("ZOOKEEPER_URI", None)
-    cmd = [python, "-m", "pytest", "test/integration", "-o", "addopts=", "--timeout=60",
+    cmd = [python, "-m", "pytest", "-o", "addopts=", "--timeout=60",
            "--timeout-method=signal", "-rA", "-p", "no:cacheprovider"]
+    if not any("::" in arg for arg in extra):
+        cmd.append("test/integration")
     for node_id in DESELECT:
         cmd += ["--deselect", node_id]
     cmd += extra
     log(f"running: KAFKA_VERSION={kafka_version} KAFKA_URI={env['KAFKA_URI']} "
         f"{' '.join(cmd[1:])}  (cwd {sdist_root})")
-    log(f"full output: {LOG_FILE}")
+    log(f"full output: {log_file}")
     filt = OutputFilter(sys.stdout)
     # SIGINT is reset to its default so that pytest can be interrupted even when this script
     # was started with SIGINT ignored (a background job).
@@ -388,7 +421,7 @@ def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kaf
     timer.start()
     try:
         assert proc.stdout is not None
-        with LOG_FILE.open("w") as full:
+        with log_file.open("w") as full:
             for line in proc.stdout:
                 full.write(line)
                 filt.feed(line)
@@ -399,7 +432,20 @@ def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kaf
     code = proc.returncode
     if timed_out.is_set() and code == 0:
         code = 1
-    return code, filt.summary
+    return PytestRun(code, filt.summary, filt.failed)
+
+
+def rerun_client_races(first: PytestRun, rerun: Callable[[list[str]], PytestRun]) -> PytestRun:
+    """Give the tests of CLIENT_RACES a second run when they are the only failures of `first`."""
+    if first.code != 1 or not first.failed or not set(first.failed) <= set(CLIENT_RACES):
+        return first
+    for node_id in first.failed:
+        log(f"{node_id} failed; a known kafka-python race can cause that: {CLIENT_RACES[node_id]}")
+    log(f"running the {len(first.failed)} failed test(s) once more")
+    second = rerun(first.failed)
+    if second.code == 0:
+        log(f"passed on the second run; first run: {first.summary}")
+    return second
 
 
 def parse_counts(summary: str | None) -> dict[str, int]:
@@ -440,8 +486,14 @@ def main(argv: list[str] | None = None) -> int:
         with running_broker(python, workdir) as port:
             kafka_version = infer_kafka_version(python, sdist_root, port)
             log(f"kafka-python infers broker version {kafka_version} from our ApiVersions")
-            code, summary = run_pytest(python, sdist_root, port, kafka_version, kafka_root,
-                                       args.pytest_args, args.deadline)
+            first = run_pytest(python, sdist_root, port, kafka_version, kafka_root,
+                               args.pytest_args, args.deadline)
+            final = rerun_client_races(first, lambda node_ids: run_pytest(
+                python, sdist_root, port, kafka_version, kafka_root, node_ids, args.deadline,
+                LOG_FILE.with_name("rerun.log")))
+            code, summary = final.code, final.summary
+            if final is not first:
+                summary = f"{first.summary}\nsecond run of the known client races: {summary}"
     finally:
         if args.keep:
             log(f"kept {workdir}")
