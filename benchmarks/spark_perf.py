@@ -190,7 +190,7 @@ def sink_write(worker: Any, spark: Any, rows: int, batch: int, out: Path,
     """
     from connect.spark.commit_log import CommitLog
 
-    started = time.perf_counter()
+    started = time.time()
     worker.put_connector({
         "name": name, "connector.class": "SparkSink", "topics": TOPIC, "tasks.max": "1",
         "path": str(out), "flush.size": str(batch),
@@ -203,21 +203,21 @@ def sink_write(worker: Any, spark: Any, rows: int, batch: int, out: Path,
     deadline = time.monotonic() + 600
     while not (out / "_streams_sink").exists():
         time.sleep(0.01)
+    # Commit times are the entries' file times, read while polling rarely: a poller waking
+    # often would take the GIL from the worker it measures (the direct side has none).
     log = CommitLog(out)
     first_rows = 0
-    first_at = 0.0
+    first_at = ended = 0.0
     while log.rows < rows:
         if time.monotonic() > deadline:
             raise RuntimeError(f"sink {name}: {log.rows} of {rows} rows after 600 s")
-        log.refresh()
-        if not first_rows and log.rows:  # (the entry fixing the table schema has none)
-            first_at, first_rows = time.perf_counter(), log.rows
-        time.sleep(0.005)
-    ended = time.perf_counter()
-    worker.delete_connector(name)
-    written = spark.read.parquet(str(out)).count()
-    if written != rows:
-        raise RuntimeError(f"sink {name}: {written} rows instead of {rows}")
+        time.sleep(0.1)
+        for entry in log.refresh():
+            if not entry.rows:  # (the entry fixing the table schema has none)
+                continue
+            ended = log.entry_path(entry.sequence).stat().st_mtime
+            if not first_rows:
+                first_at, first_rows = ended, entry.rows
     steady = (ended - first_at) / (rows - first_rows) if rows > first_rows else 0.0
     return steady, ended - started
 
