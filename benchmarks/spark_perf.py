@@ -6,6 +6,7 @@ Run::
     python benchmarks/spark_perf.py                  # 500k rows, batches of 10k and 50k
     python benchmarks/spark_perf.py --rows 50000 --batches 10000 --rounds 1
     python benchmarks/spark_perf.py --json out.json  # also write a JSON summary
+    python benchmarks/spark_perf.py --default-gc     # without streams connect's GC settings
 
 One run starts the bundled broker (``python -m streams.cli.main broker start``, own process, fresh
 data dir), produces N JSON rows (six typed fields, string keys) into a 2-partition topic, starts one
@@ -19,7 +20,8 @@ local SparkSession (``local[2]``) in this process, then for each batch size B:
   the plain way a PySpark program writes rows it has (the target's reference). For reference
   only, the same with two threads writing a batch each at a time ("direct, 2 jobs at once"),
   since the sink overlaps two flushes' Spark writes;
-* **sink**: a standalone Connect worker in this process (``connect.runtime.background``) runs the
+* **sink**: a standalone Connect worker in this process (``connect.runtime.background``, with the
+  garbage-collector settings ``streams connect`` uses, which the direct side then shares) runs the
   SparkSink connector (``flush.size`` = B, ``flush.interval.ms`` = 500 for the last partial
   batch) over the topic: consuming, decoding, converting, writing and its exactly-once commit
   protocol. The connector sets ``value.converter=ByteArrayConverter`` and ``value.format=json``:
@@ -267,6 +269,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5,
                         help="direct/sink pairs per batch size (medians are reported)")
     parser.add_argument("--json", type=Path, help="write the results here too")
+    parser.add_argument("--default-gc", action="store_true",
+                        help="keep CPython's garbage-collector defaults (streams connect tunes "
+                             "them: connect.runtime.gc_policy)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     signal.signal(signal.SIGTERM, raise_on_sigterm)
@@ -274,6 +279,7 @@ def main() -> int:
     procs = Processes()
     worker = None
     try:
+        from connect.runtime.gc_policy import tune_gc
         from streams.spark import get_spark_session
 
         bootstrap, _broker = start_broker(procs, work)
@@ -283,6 +289,8 @@ def main() -> int:
         spark = get_spark_session("local[2]", app_name="spark-perf")
         spark.sparkContext.setLogLevel("ERROR")
         worker = worker_in_process(bootstrap, work)
+        if not args.default_gc:
+            tune_gc()  # as `streams connect` does once its worker is up (the whole process)
         # Warm-up: the first Spark jobs start Python workers and leave the JVM's write path to
         # its interpreter; until the JIT has compiled it (some 20 jobs here) a write takes up to
         # twice as long, which would favour whichever side runs later.

@@ -23,12 +23,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _serve(process: object) -> int:
+    from connect.runtime.gc_policy import tune_gc
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         await process.start()  # type: ignore[attr-defined]
+        tune_gc()
         print(f"connect worker REST API on {process.url}", flush=True)  # type: ignore[attr-defined]
         try:
             await stop.wait()
