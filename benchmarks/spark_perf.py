@@ -220,6 +220,10 @@ def sink_write(worker: Any, spark: Any, rows: int, batch: int, out: Path,
             ended = log.entry_path(entry.sequence).stat().st_mtime
             if not first_rows:
                 first_at, first_rows = ended, entry.rows
+    worker.delete_connector(name)
+    written = spark.read.parquet(str(out)).count()
+    if written != rows:
+        raise RuntimeError(f"sink {name}: {written} rows instead of {rows}")
     steady = (ended - first_at) / (rows - first_rows) if rows > first_rows else 0.0
     return steady, ended - started
 

@@ -6,9 +6,11 @@ collection every 700 allocations, and a full one whenever enough objects survive
 share of the process's time scanning the same live objects, holding the GIL that the worker's
 other threads (a sink's background flushes) need. ``streams connect`` applies :func:`tune_gc`
 once the worker is up; a worker started inside another program leaves the collector alone (the
-settings are the whole process's), and that program may call :func:`tune_gc` itself. Measured with ``benchmarks/spark_perf.py`` on the 2-core machine (SparkSink
-against Spark writing the same rows, 50,000-row flushes): 0.77-0.84x with CPython's defaults
-(three runs), 1.03-1.15x with these settings (two runs).
+settings are the whole process's), and that program may call :func:`tune_gc` itself.
+
+Measured with ``benchmarks/spark_perf.py`` on the 2-core machine (SparkSink against Spark
+writing the same rows, 50,000-row flushes): 0.77-0.84x with CPython's defaults (three runs),
+1.03-1.15x with these settings (two runs).
 """
 
 from __future__ import annotations
