@@ -21,7 +21,7 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.errors import ErrorCode
 from kio.serial import entity_reader, entity_writer
 
-from . import bounds
+from . import bounds, nullcheck
 
 _HEADER = struct.Struct(">hhi")
 _I16 = struct.Struct(">h")
@@ -126,6 +126,8 @@ def decode_body(ctx: RequestContext, frame: bytes | memoryview, pos: int) -> Any
         if ctx.flexible:
             bounds.check(_request_type(ctx.api_key, ctx.api_version), frame, pos)
         entity, _size = _request_reader(ctx.api_key, ctx.api_version)(frame, pos)
+        if ctx.flexible:  # legacy readers already refuse null where it is not allowed
+            nullcheck.check(entity)
     except Exception as exc:  # kio raises assorted errors on bad bytes
         raise ProtocolError(
             f"cannot decode api_key={ctx.api_key} v{ctx.api_version}: {exc}"

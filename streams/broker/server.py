@@ -35,6 +35,8 @@ log = logging.getLogger("streams.broker")
 
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+# A handler's answer when it failed (already logged): the sender closes the connection.
+FAILED = bytearray()
 
 
 class Broker:
@@ -152,7 +154,7 @@ class Broker:
                                 "%d bytes)", peer, size, type(exc).__name__, got)
                     break
                 try:
-                    request_task = self._dispatch(frame, client_host)
+                    request_task = self._dispatch(frame, client_host, peer)
                 except ProtocolError as exc:
                     log.warning("closing connection from %s: %s", peer, exc)
                     break
@@ -170,7 +172,7 @@ class Broker:
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
-    def _dispatch(self, frame: bytes, client_host: str) -> asyncio.Task[bytes | None]:
+    def _dispatch(self, frame: bytes, client_host: str, peer: Any) -> asyncio.Task[bytes | None]:
         ctx, pos = parse_header(frame)
         ctx.client_host = client_host
         spec = handlers.REGISTRY.get(ctx.api_key)
@@ -185,13 +187,24 @@ class Broker:
                 f"(client {ctx.client_id!r})"
             )
         body = decode_body(ctx, frame, pos)
-        return asyncio.ensure_future(self._handle(spec.func, ctx, body))
+        return asyncio.ensure_future(self._handle(spec.func, ctx, body, peer))
 
-    async def _handle(self, func: handlers.Handler, ctx: RequestContext, body: Any) -> bytes | None:
-        result = await func(self, ctx, body)
-        if result is None:
-            return None
-        return encode_response(ctx, result)
+    async def _handle(self, func: handlers.Handler, ctx: RequestContext, body: Any,
+                      peer: Any) -> bytes | None:
+        try:
+            result = await func(self, ctx, body)
+            if result is None:
+                return None
+            return encode_response(ctx, result)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            # Kafka closes the connection of a request it cannot process; the log gets one line
+            # (the traceback only at DEBUG, for whoever chases a broker bug).
+            log.error("closing connection from %s: api_key=%d v%d (client %r) failed: %s: %s",
+                      peer, ctx.api_key, ctx.api_version, ctx.client_id, type(exc).__name__, exc)
+            log.debug("traceback of the failed request", exc_info=True)
+            return FAILED
 
     async def _send_responses(
         self,
@@ -204,12 +217,8 @@ class Broker:
             task = await responses.get()
             if task is None:
                 return
-            try:
-                data = await task
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("request from %s failed; closing the connection", peer)
+            data = await task
+            if data is FAILED:
                 broken = True
                 writer.close()
                 continue
@@ -221,6 +230,8 @@ class Broker:
                     await writer.drain()
             except ConnectionError:
                 broken = True
+
+
 
 
 async def _ready(data: bytes) -> bytes:
