@@ -1,0 +1,83 @@
+"""Record a corpus: ordinary sessions of three real clients, captured by the proxy.
+
+Each session covers metadata, produce with every codec, idempotent and transactional produce,
+fetch under both isolation levels, a consumer group (join, sync, heartbeat, commit), admin
+create/delete topics and describe configs. The recorded frames are reduced to a stable, sorted
+selection so that a seed picks the same kind of frame in every run.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import sessions
+from .proxy import RecordingProxy
+
+PER_GROUP = 4  # frames kept per (client, api key, version)
+
+
+@dataclass(frozen=True, slots=True)
+class CorpusFrame:
+    """A recorded request frame without its size prefix."""
+
+    session: str
+    payload: bytes
+
+    @property
+    def api_key(self) -> int:
+        return struct.unpack_from(">h", self.payload)[0]
+
+    @property
+    def api_version(self) -> int:
+        return struct.unpack_from(">h", self.payload, 2)[0]
+
+
+SESSIONS: dict[str, Callable[[str], None]] = {
+    "aiokafka": sessions.aiokafka_session,
+    "kafka-python": sessions.kafka_python_session,
+    "confluent-kafka": sessions.confluent_session,
+}
+
+
+def record(proxy: RecordingProxy, bootstrap: str) -> list[CorpusFrame]:
+    """Run every client session through ``proxy``; returns the selected corpus."""
+    for name, session in SESSIONS.items():
+        proxy.session = name
+        try:
+            session(bootstrap)
+        finally:
+            proxy.session = None
+    frames = [CorpusFrame(f.session, f.payload) for f in proxy.frames if len(f.payload) >= 8]
+    return select(frames)
+
+
+def select(frames: list[CorpusFrame]) -> list[CorpusFrame]:
+    """Up to PER_GROUP frames per (client, key, version): the smallest, largest and between.
+
+    Sorting by size keeps the choice stable across runs although timestamps, ids and the number
+    of heartbeats and fetches differ from one recording to the next.
+    """
+    groups: dict[tuple[str, int, int], list[CorpusFrame]] = defaultdict(list)
+    for frame in frames:
+        groups[(frame.session, frame.api_key, frame.api_version)].append(frame)
+    out: list[CorpusFrame] = []
+    for key in sorted(groups):
+        members = sorted(groups[key], key=lambda f: (len(f.payload), f.payload[8:]))
+        if len(members) > PER_GROUP:
+            step = (len(members) - 1) / (PER_GROUP - 1)
+            members = [members[round(i * step)] for i in range(PER_GROUP)]
+        out.extend(members)
+    return out
+
+
+def save(frames: list[CorpusFrame], path: Path) -> None:
+    path.write_text(json.dumps([[f.session, f.payload.hex()] for f in frames], indent=0))
+
+
+def load(path: Path) -> list[CorpusFrame]:
+    return [CorpusFrame(s, bytes.fromhex(h)) for s, h in json.loads(path.read_text())]
