@@ -81,6 +81,7 @@ BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
     _simple("log.retention.ms", LONG, dynamic=True),
     _simple("log.retention.bytes", LONG, dynamic=True),
     _simple("log.retention.check.interval.ms", LONG),
+    _simple("log.cleaner.backoff.ms", LONG, dynamic=True),
     _simple("offsets.topic.num.partitions", INT),
     _simple("offsets.retention.minutes", INT),
     _simple("group.min.session.timeout.ms", INT),

@@ -29,6 +29,7 @@ class BrokerConfig(KafkaConfigModel):
     log_retention_ms: int = 7 * 24 * 3600 * 1000
     log_retention_bytes: int = -1
     log_retention_check_interval_ms: int = Field(300_000, ge=10)
+    log_cleaner_backoff_ms: int = Field(15_000, ge=1)
 
     offsets_topic_num_partitions: int = Field(50, ge=1)
     offsets_retention_minutes: int = 10080

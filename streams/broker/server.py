@@ -17,7 +17,7 @@ from typing import Any
 from . import handlers
 from .config import BrokerConfig
 from .groups.coordinator import GroupCoordinator
-from .maintenance import maintenance_loop
+from .maintenance import FailureLog, cleaner_loop, retention_loop
 from .producers import ProducerIdAllocator
 from .protocol import (
     API_VERSIONS_KEY,
@@ -52,6 +52,7 @@ class Broker:
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._background: list[asyncio.Task[None]] = []
+        self.maintenance_failures = FailureLog()
         self.port = self.config.port
 
     @property
@@ -67,7 +68,8 @@ class Broker:
         self.producer_ids.load(self.topics.data_dir)
         await self.groups.start()
         await self.transactions.start()
-        self.spawn(maintenance_loop(self))
+        self.spawn(retention_loop(self))
+        self.spawn(cleaner_loop(self))
         self._server = await asyncio.start_server(
             self._on_connection, self.config.host, self.config.port, limit=1 << 20
         )

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..broker_configs import describe_broker_configs
+from ..storage.retention import log_deletion, segments_below
 from ..topics import (
     INTERNAL_TOPICS,
     INVALID_CONFIG,
@@ -188,6 +189,9 @@ async def delete_records(broker: Broker, ctx: RequestContext, request: Any) -> d
             if target < 0 or target > plog.next_offset:
                 entry["error_code"] = OFFSET_OUT_OF_RANGE
                 continue
+            if target > plog.log_start_offset:
+                log_deletion(plog, f"log start offset {target} breach",
+                             segments_below(plog, target))
             plog.advance_log_start(target)
             entry["low_watermark"] = plog.log_start_offset
         topics.append({"name": t.name, "partitions": partitions})
