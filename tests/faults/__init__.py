@@ -1,0 +1,13 @@
+"""Multi-process fault harness: catalogue topologies run by several app instances while faults
+happen, compared with the TopologyTestDriver on the same input (see README in this folder)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+# The shared test helpers (tests/helpers.py, tests/runtime/kafka_io.py) live beside this
+# package; pytest's conftest puts tests/ on sys.path, ``python -m tests.faults.*`` does not.
+_TESTS = str(Path(__file__).resolve().parents[1])
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)

@@ -1,0 +1,67 @@
+"""One application instance of a catalogue scenario, run as a child process by the harness.
+
+    python -m tests.faults.app_runner --scenario NAME --guarantee exactly_once_v2 \
+        --bootstrap HOST:PORT --state-dir DIR [--cache-bytes N] [--record-delay-ms MS]
+
+Short session timeouts make faults (a killed or paused instance) resolve in seconds. Prints
+``STATE <state>`` on every state change and ``CLOSED`` after a clean close; SIGTERM closes it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+from streams import KafkaStreams
+
+from .catalogue import SCENARIOS
+
+SESSION_TIMEOUT_MS = 6_000
+HEARTBEAT_MS = 1_000
+
+
+def config(scenario: str, guarantee: str, bootstrap: str, state_dir: str, cache_bytes: int,
+           commit_ms: int | None) -> dict[str, object]:
+    """The instance's StreamsConfig keys (shared by every instance of one run)."""
+    if commit_ms is None:
+        commit_ms = 100 if guarantee == "exactly_once_v2" else 1_000
+    return {
+        "application.id": f"faults-{scenario}", "bootstrap.servers": bootstrap,
+        "processing.guarantee": guarantee, "commit.interval.ms": commit_ms,
+        "state.dir": state_dir, "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "heartbeat.interval.ms": HEARTBEAT_MS, "max.poll.records": 100,
+        "statestore.cache.max.bytes": cache_bytes,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--scenario", required=True, choices=sorted(SCENARIOS))
+    parser.add_argument("--guarantee", required=True,
+                        choices=["at_least_once", "exactly_once_v2"])
+    parser.add_argument("--bootstrap", required=True)
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--cache-bytes", type=int, default=0)
+    parser.add_argument("--commit-ms", type=int, default=None)
+    parser.add_argument("--record-delay-ms", type=float, default=1.0)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    scenario = SCENARIOS[args.scenario]
+    streams = KafkaStreams(scenario.build(args.record_delay_ms / 1000), config(
+        args.scenario, args.guarantee, args.bootstrap, args.state_dir, args.cache_bytes,
+        args.commit_ms))
+    stopped = threading.Event()
+    streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
+    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    streams.start()
+    stopped.wait()
+    closed = streams.close(timeout=30)
+    print("CLOSED" if closed else "CLOSE TIMED OUT", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""The processes of one run: the broker and the app instances, each an OS process.
+
+Every process started here is stopped by ``Cluster.close()`` (stopped ones get SIGCONT first),
+which the harness calls in a ``finally``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from helpers import BrokerProcess, wait_until
+
+ROOT = Path(__file__).resolve().parents[2]
+START_TIMEOUT = 90.0  # a loaded 2-core machine starts a process slowly; success ends it early
+
+
+class AppInstance:
+    """``python -m tests.faults.app_runner`` with its own state directory and log."""
+
+    def __init__(self, name: str, args: list[str], state_dir: Path, log: Path) -> None:
+        self.name, self.args, self.state_dir, self.log = name, args, state_dir, log
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.paused = False
+        self.starts = 0
+
+    def start(self) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        self.starts += 1
+        with open(self.log, "a") as out:
+            out.write(f"=== start {self.starts}\n")
+            out.flush()
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "tests.faults.app_runner", *self.args,
+                 "--state-dir", str(self.state_dir)],
+                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def current_output(self) -> str:
+        return self.output().rsplit("=== start", 1)[-1]
+
+    def running(self) -> bool:
+        """RUNNING in this start's output (raises if the process died or hit ERROR)."""
+        text = self.current_output()
+        if not self.alive() or "STATE ERROR" in text:
+            raise AssertionError(f"instance {self.name} failed:\n{text[-3000:]}")
+        states = [line for line in text.splitlines() if line.startswith("STATE ")]
+        return bool(states) and states[-1] == "STATE RUNNING"
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            if self.paused:
+                self.resume()
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait(30)
+
+    def pause(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGSTOP)
+        self.paused = True
+
+    def resume(self) -> None:
+        if self.proc is not None and self.paused:
+            self.proc.send_signal(signal.SIGCONT)
+        self.paused = False
+
+    def stop(self, timeout: float = 60.0) -> bool:
+        """SIGTERM and wait for a clean close; True if it closed cleanly."""
+        if self.proc is None or self.proc.poll() is not None:
+            return True
+        self.resume()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return False
+        return "CLOSED" in self.current_output()
+
+
+@dataclass
+class Cluster:
+    """A broker subprocess and the scenario's app instances."""
+
+    workdir: Path
+    app_args: list[str]
+    broker: BrokerProcess = field(init=False)
+    instances: list[AppInstance] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        config = self.workdir / "broker.properties"
+        config.write_text("group.initial.rebalance.delay.ms=0\nnum.partitions=4\n")
+        self.broker = BrokerProcess(self.workdir / "broker-data",
+                                    extra=["--config", str(config)])
+
+    @property
+    def bootstrap(self) -> str:
+        return self.broker.bootstrap
+
+    def start_broker(self) -> None:
+        self.broker.start()
+
+    def stop_broker(self) -> None:
+        self.broker.stop()
+
+    def add_instance(self) -> AppInstance:
+        n = len(self.instances)
+        instance = AppInstance(f"app{n}", [*self.app_args, "--bootstrap", self.bootstrap],
+                               self.workdir / f"state-{n}", self.workdir / f"app{n}.log")
+        self.instances.append(instance)
+        instance.start()
+        return instance
+
+    def live(self) -> list[AppInstance]:
+        return [i for i in self.instances if i.alive()]
+
+    def wait_running(self, instances: list[AppInstance] | None = None,
+                     timeout: float = START_TIMEOUT) -> None:
+        group = self.live() if instances is None else instances
+        wait_until(lambda: all(i.running() for i in group), timeout=timeout, interval=0.2,
+                   message=f"instances {[i.name for i in group]} RUNNING")
+
+    def close(self) -> list[str]:
+        """Stop every instance (SIGCONT first if paused), then the broker; unclean closes."""
+        unclean = []
+        for instance in self.instances:
+            if instance.alive() and not instance.stop(timeout=45):
+                unclean.append(instance.name)
+        self.broker.stop()
+        self.broker.kill()
+        return unclean

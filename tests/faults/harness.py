@@ -1,0 +1,128 @@
+"""One run: a scenario's topology on >= 2 instances over 4 partitions while a fault schedule
+runs, its output compared with the TopologyTestDriver's for the same input."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime.kafka_io import create_topics, produce
+
+from .catalogue import PARTITIONS, SCENARIOS, InputPlan, Rec, Scenario
+from .cluster import START_TIMEOUT, Cluster
+from .compare import Comparison, compare
+from .faults import Schedule
+from .oracle import expected_output
+from .output import read_output, wait_committed
+
+INSTANCES = 2
+
+
+@dataclass
+class RunResult:
+    scenario: str
+    guarantee: str
+    schedule: Schedule
+    cache_bytes: int
+    comparison: Comparison
+    read_reason: str
+    elapsed: float
+    workdir: Path
+    input_records: int
+    unclean: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.comparison.ok
+
+    def report(self) -> str:
+        status = "PASS" if self.ok else "FAIL"
+        lines = [f"{status} {self.scenario} {self.guarantee} seed={self.schedule.seed} "
+                 f"cache={self.cache_bytes} faults=[{self.schedule.describe()}] "
+                 f"{self.input_records} input records, {self.elapsed:.0f}s "
+                 f"(output read: {self.read_reason})",
+                 self.comparison.summary()]
+        if self.unclean:
+            lines.append(f"  instances that did not close cleanly at the end: {self.unclean}")
+        if not self.ok:
+            lines.append(f"  logs: {self.workdir}")
+        return "\n".join(lines)
+
+
+def _produce(bootstrap: str, scenario: Scenario, records: list[Rec]) -> None:
+    by_topic: dict[str, list[tuple[bytes | None, bytes | None, int]]] = defaultdict(list)
+    for topic, key, value, ts in records:
+        key_serde, value_serde = scenario.inputs[topic]
+        by_topic[topic].append((key_serde.serialize(topic, key),
+                                None if value is None else value_serde.serialize(topic, value),
+                                ts))
+    for topic, batch in by_topic.items():
+        produce(bootstrap, topic, batch)
+
+
+def _decoder(scenario: Scenario):  # noqa: ANN202 - records -> list of (key, value)
+    topic, ks, vs = scenario.output, scenario.key_serde, scenario.value_serde
+    decoded: list[tuple[Any, Any]] = []
+
+    def decode(records: list[Any]) -> list[tuple[Any, Any]]:
+        for r in records[len(decoded):]:
+            decoded.append((ks.deserialize(topic, r.key),
+                            None if r.value is None else vs.deserialize(topic, r.value)))
+        return decoded
+
+    return decode
+
+
+def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *,
+                 per_chunk: int = 150, cache_bytes: int = 0,
+                 instances: int = INSTANCES) -> RunResult:
+    scenario = SCENARIOS[name]
+    started = time.monotonic()
+    chunks = 2 * len(schedule.faults) + 2  # one before the faults, two per fault, one after
+    plan: InputPlan = scenario.generate(random.Random(schedule.seed), chunks, per_chunk)
+    expected = expected_output(scenario, plan)
+    workdir.mkdir(parents=True, exist_ok=True)
+    app_args = ["--scenario", name, "--guarantee", guarantee, "--cache-bytes", str(cache_bytes)]
+    cluster = Cluster(workdir, app_args)
+    group = f"faults-{name}"
+    unclean: list[str] = []
+    try:
+        cluster.start_broker()
+        bootstrap = cluster.bootstrap
+        create_topics(bootstrap, {**{t: PARTITIONS for t in scenario.inputs},
+                                  scenario.output: PARTITIONS})
+        _produce(bootstrap, scenario, plan.preload)
+        for _ in range(instances):
+            cluster.add_instance()
+        cluster.wait_running()
+        if plan.sync_topics:
+            wait_committed(bootstrap, group, list(plan.sync_topics), START_TIMEOUT)
+        pending = iter(plan.chunks)
+
+        def next_chunk() -> None:
+            _produce(cluster.bootstrap, scenario, next(pending))
+
+        next_chunk()
+        for fault in schedule.faults:
+            fault.apply(cluster, next_chunk, next_chunk)
+        next_chunk()
+        cluster.wait_running()
+        decode = _decoder(scenario)
+        cache_on = cache_bytes > 0
+
+        def done(records: list[Any]) -> bool:
+            return compare(scenario, expected, decode(records), guarantee, cache_on).ok
+
+        read = read_output(bootstrap, scenario.output,
+                           isolation="read_committed" if guarantee == "exactly_once_v2"
+                           else "read_uncommitted",
+                           group=group, input_topics=list(scenario.inputs), done=done)
+        comparison = compare(scenario, expected, decode(read.records), guarantee, cache_on)
+    finally:
+        unclean = cluster.close()
+    return RunResult(name, guarantee, schedule, cache_bytes, comparison, read.reason,
+                     time.monotonic() - started, workdir, len(plan.all_records()), unclean)
