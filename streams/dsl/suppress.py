@@ -3,8 +3,10 @@
 ``Suppressed.until_window_closes()`` emits one final result per window once
 ``ST >= window end + grace`` (sessions: end + gap + grace), the grace being the one of the
 upstream windowed aggregation. ``Suppressed.until_time_limit(ms)`` emits the latest value of a
-key once its record timestamp is ``<= ST - limit``. ``suppress_table`` builds the node;
-``KTable.suppress`` calls it.
+key once its record timestamp is ``<= ST - limit``. ``suppress_table`` builds the node and its
+buffer store (named as Kafka's ``KTableImpl.suppress`` names it:
+``KTABLE-SUPPRESS-STATE-STORE-<n>``, or ``<name>-store`` for a named suppression), changelogged
+unless the buffer config disables logging; ``KTable.suppress`` calls it.
 """
 
 from __future__ import annotations
@@ -13,12 +15,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from ..processor.suppress import SuppressProcessor
+from ..state.stores import StoreBuilder
 from .materialized import Duration, to_ms
 
 if TYPE_CHECKING:
     from .ktable import KTable
 
 _SUPPRESS = "KTABLE-SUPPRESS"
+_STORE_PREFIX = "KTABLE-SUPPRESS-STATE-STORE"
 
 
 @dataclass(frozen=True)
@@ -26,12 +30,15 @@ class BufferConfig:
     """How much a suppression buffer may hold, and what happens when it is full.
 
     ``unbounded()`` and ``shut_down_when_full()`` are *strict* (never emit early);
-    ``emit_early_when_full()`` evicts the oldest entries early instead.
+    ``emit_early_when_full()`` evicts the oldest entries early instead. The buffer is
+    changelogged (so it survives restarts) unless ``with_logging_disabled()``.
     """
 
     records_limit: int | None = None
     bytes_limit: int | None = None
     strict: bool = True
+    logging: bool = True
+    changelog_config: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def unbounded(cls) -> BufferConfig:
@@ -62,6 +69,14 @@ class BufferConfig:
 
     def emit_early_when_full(self) -> BufferConfig:
         return replace(self, strict=False)
+
+    def with_logging_disabled(self) -> BufferConfig:
+        """No changelog: the buffer is lost on restart (Kafka's ``withLoggingDisabled``)."""
+        return replace(self, logging=False, changelog_config=())
+
+    def with_logging_enabled(self, config: dict[str, str] | None = None) -> BufferConfig:
+        """Changelog with extra topic configs (Kafka's ``withLoggingEnabled``)."""
+        return replace(self, logging=True, changelog_config=tuple(sorted((config or {}).items())))
 
 
 @dataclass(frozen=True)
@@ -103,10 +118,10 @@ def suppress_table(ktable: KTable, suppressed: Suppressed) -> KTable:
                         f"Suppressed.until_time_limit(...), got {suppressed!r}")
     builder = ktable.builder
     if suppressed.name is not None:
-        name = suppressed.name
+        name, store_name = suppressed.name, f"{suppressed.name}-store"
     else:
         name = builder.new_name(_SUPPRESS)
-        builder.next_index()  # Kafka also names the buffer store here
+        store_name = f"{_STORE_PREFIX}-{builder.next_index():010d}"
     if suppressed.until_window_close:
         delay = window_close_delay(builder.topology, ktable.node)
         window_end = True
@@ -114,9 +129,12 @@ def suppress_table(ktable: KTable, suppressed: Suppressed) -> KTable:
         delay, window_end = suppressed.time_limit_ms, False
     config = suppressed.buffer_config
     key_serde, value_serde = ktable.key_serde, ktable.value_serde
+    store = StoreBuilder(store_name, "suppress", key_serde, value_serde, "memory",
+                         logging=config.logging, changelog_config=dict(config.changelog_config))
     builder.topology.add_processor(
         name,
-        lambda: SuppressProcessor(name, delay, window_end, config.records_limit, config.bytes_limit,
-                                  config.strict, key_serde, value_serde),
+        lambda: SuppressProcessor(name, store_name, delay, window_end, config.records_limit,
+                                  config.bytes_limit, config.strict),
         ktable.node)
+    builder.topology.add_state_store(store, name)
     return KTable(builder, name, None, key_serde, value_serde)

@@ -34,7 +34,7 @@ class StoreInitContext:
 @dataclass
 class StoreBuilder:
     name: str
-    kind: str = "kv"  # "kv" | "window" | "session"
+    kind: str = "kv"  # "kv" | "window" | "session" | "suppress"
     key_serde: Serde[Any] | None = None
     value_serde: Serde[Any] | None = None
     store_type: str = "rocksdb"
@@ -92,11 +92,13 @@ STORE_FACTORIES: dict[str, Callable[[StoreBuilder, StoreInitContext], Any]] = {"
 
 
 def _register_windowed_kinds() -> None:
+    from .buffer import build_buffer
     from .session import build_session_store
     from .window import build_window_store
 
     STORE_FACTORIES["window"] = build_window_store
     STORE_FACTORIES["session"] = build_session_store
+    STORE_FACTORIES["suppress"] = build_buffer
 
 
 _register_windowed_kinds()

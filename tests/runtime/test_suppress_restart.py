@@ -1,0 +1,118 @@
+"""Suppressed windows survive a restart: the buffer comes back from its changelog.
+
+A windowed count + ``suppress(until_window_closes)`` (exactly_once_v2, 2 partitions) buffers
+20 windows whose close time is not reached, and is stopped (SIGTERM) or killed (SIGKILL, its
+state directory deleted so that everything comes from the changelog). A new instance then sees
+stream time pass the windows' close on every partition: each of the 20 final counts must
+arrive exactly once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from aiokafka.admin import AIOKafkaAdminClient
+from helpers import wait_until
+
+from .kafka_io import create_topics, produce, read_all
+from .suppress_app import APP_ID, GRACE_MS, WINDOW_MS, topology
+
+SCRIPT = Path(__file__).with_name("suppress_app.py")
+KEYS = [f"k{i}" for i in range(5)]
+WINDOWS = 4  # 5 keys x 4 windows = 20 windows
+
+
+class App:
+    def __init__(self, bootstrap: str, state_dir: Path, log: Path) -> None:
+        self.log = log
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(Path(__file__).parents[2]))
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen([sys.executable, str(SCRIPT), bootstrap, str(state_dir)],
+                                         stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def running(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
+        return "STATE RUNNING" in self.output()
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(60)
+
+
+def committed_offsets(bootstrap: str, group: str) -> dict[int, int]:
+    async def run() -> dict[int, int]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(group)
+        finally:
+            await admin.close()
+        return {tp.partition: meta.offset for tp, meta in offsets.items()
+                if tp.topic == "suppress-input"}
+
+    return asyncio.run(run())
+
+
+def buffer_changelog() -> str:
+    (store,) = [s for s in topology().stores if s.startswith("KTABLE-SUPPRESS-STATE-STORE-")]
+    return f"{APP_ID}-{store}-changelog"
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill-and-wipe"])
+def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
+    create_topics(broker.bootstrap, {"suppress-input": 2, "suppress-final": 2})
+    expected: dict[str, int] = {}
+    records = []
+    for w in range(WINDOWS):
+        for i, key in enumerate(KEYS):
+            n = 1 + (i + w) % 3
+            expected[f"{key}@{w * WINDOW_MS}"] = n
+            records += [(key.encode(), b"x", w * WINDOW_MS + 10 * j) for j in range(n)]
+    produce(broker.bootstrap, "suppress-input", records)
+    state_dir = tmp_path / "state"
+
+    first = App(broker.bootstrap, state_dir, tmp_path / "first.log")
+    try:
+        wait_until(first.running, timeout=60, message="first instance RUNNING")
+        wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID).values())
+                   == len(records), timeout=60, message="every input record committed")
+    finally:
+        first.stop(signal.SIGTERM if stop == "sigterm" else signal.SIGKILL)
+    if stop != "sigterm":
+        shutil.rmtree(state_dir)
+    assert read_all(broker.bootstrap, "suppress-final") == []  # no window has closed yet
+
+    second = App(broker.bootstrap, state_dir, tmp_path / "second.log")
+    try:
+        wait_until(second.running, timeout=60, message="second instance RUNNING")
+        late = (WINDOWS + 1) * WINDOW_MS + GRACE_MS  # past every window's close
+        for partition in (0, 1):
+            produce(broker.bootstrap, "suppress-input", [(b"tick", b"x", late)],
+                    partition=partition)
+        finals = read_all(broker.bootstrap, "suppress-final",
+                          until=lambda rs: len({r.key for r in rs}) >= len(expected),
+                          timeout=90, quiet=1.5)
+    finally:
+        second.stop()
+    got = Counter(r.key.decode() for r in finals)
+    assert [k for k, n in got.items() if n > 1] == [], "a final count arrived twice"
+    assert {r.key.decode(): int.from_bytes(r.value, "big") for r in finals} == expected
+    assert "CLOSED" in second.output()
+    logged = read_all(broker.bootstrap, buffer_changelog())
+    live = {}
+    for r in logged:
+        live[r.key] = r.value
+    assert len(logged) >= 40 and not any(live.values())  # 20 buffered, then 20 emitted
