@@ -28,6 +28,13 @@ test: $(VENV)/.installed
 test-external: $(VENV)/.installed
 	$(PY) tests/external/kafka_python_suite.py
 
+# The fault harness's soak mode (tests/faults): random fault schedules over random scenarios for
+# SOAK_MINUTES; prints each failing run's seed (python -m tests.faults.soak --seed S) and totals.
+.PHONY: soak
+SOAK_MINUTES ?= 30
+soak: $(VENV)/.installed
+	$(PY) -m tests.faults.soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
+
 lint: $(VENV)/.installed
 	$(PY) -m ruff check streams connect tests benchmarks examples
 

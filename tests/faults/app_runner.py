@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--cache-bytes", type=int, default=0)
     parser.add_argument("--commit-ms", type=int, default=None)
-    parser.add_argument("--record-delay-ms", type=float, default=1.0)
+    parser.add_argument("--record-delay-ms", type=float, default=2.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -16,7 +16,8 @@ from pathlib import Path
 from helpers import BrokerProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 90.0  # a loaded 2-core machine starts a process slowly; success ends it early
+START_TIMEOUT = 90.0
+MAX_INCIDENTS = 10  # instance failures restarted per run; beyond that the run gives up  # a loaded 2-core machine starts a process slowly; success ends it early
 
 
 class AppInstance:
@@ -26,12 +27,14 @@ class AppInstance:
         self.name, self.args, self.state_dir, self.log = name, args, state_dir, log
         self.proc: subprocess.Popen[bytes] | None = None
         self.paused = False
+        self.stopped = False  # stopped on purpose (scale in): not expected to run
         self.starts = 0
 
     def start(self) -> None:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
         self.starts += 1
+        self.stopped = False
         with open(self.log, "a") as out:
             out.write(f"=== start {self.starts}\n")
             out.flush()
@@ -49,13 +52,20 @@ class AppInstance:
     def current_output(self) -> str:
         return self.output().rsplit("=== start", 1)[-1]
 
-    def running(self) -> bool:
-        """RUNNING in this start's output (raises if the process died or hit ERROR)."""
+    def status(self) -> str:
+        """``running``, ``error`` (the process died or its streams hit ERROR) or ``busy``."""
         text = self.current_output()
         if not self.alive() or "STATE ERROR" in text:
-            raise AssertionError(f"instance {self.name} failed:\n{text[-3000:]}")
+            return "error"
         states = [line for line in text.splitlines() if line.startswith("STATE ")]
-        return bool(states) and states[-1] == "STATE RUNNING"
+        return "running" if states and states[-1] == "STATE RUNNING" else "busy"
+
+    def last_error(self) -> str:
+        """The last exception line of this start's output (for incident reports)."""
+        lines = [line for line in self.current_output().splitlines()
+                 if line and not line.startswith((" ", "STATE", "Traceback"))]
+        errors = [line for line in lines if "Error" in line or "Exception" in line]
+        return (errors or lines or ["(no output)"])[-1][:300]
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -76,6 +86,7 @@ class AppInstance:
 
     def stop(self, timeout: float = 60.0) -> bool:
         """SIGTERM and wait for a clean close; True if it closed cleanly."""
+        self.stopped = True
         if self.proc is None or self.proc.poll() is not None:
             return True
         self.resume()
@@ -96,6 +107,7 @@ class Cluster:
     app_args: list[str]
     broker: BrokerProcess = field(init=False)
     instances: list[AppInstance] = field(default_factory=list)
+    incidents: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         config = self.workdir / "broker.properties"
@@ -122,13 +134,27 @@ class Cluster:
         return instance
 
     def live(self) -> list[AppInstance]:
-        return [i for i in self.instances if i.alive()]
+        return [i for i in self.instances if i.alive() and not i.stopped]
 
-    def wait_running(self, instances: list[AppInstance] | None = None,
-                     timeout: float = START_TIMEOUT) -> None:
-        group = self.live() if instances is None else instances
-        wait_until(lambda: all(i.running() for i in group), timeout=timeout, interval=0.2,
-                   message=f"instances {[i.name for i in group]} RUNNING")
+    def wait_running(self, timeout: float = START_TIMEOUT) -> None:
+        """Poll until every live instance is RUNNING. An instance that died or hit ERROR is an
+        incident (recorded, then restarted as an operator would) and the wait goes on."""
+        def check() -> bool:
+            states = {}
+            for instance in self.instances:
+                if instance.proc is None or instance.stopped:
+                    continue
+                status = instance.status()
+                if status == "error" and len(self.incidents) < MAX_INCIDENTS:
+                    self.incidents.append(f"{instance.name} failed: {instance.last_error()}")
+                    instance.kill()
+                    instance.start()
+                    status = "busy"
+                states[instance.name] = status
+            return all(status == "running" for status in states.values())
+
+        wait_until(check, timeout=timeout, interval=0.2,
+                   message=f"instances RUNNING (incidents: {self.incidents})")
 
     def close(self) -> list[str]:
         """Stop every instance (SIGCONT first if paused), then the broker; unclean closes."""

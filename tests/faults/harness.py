@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import time
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,10 +35,15 @@ class RunResult:
     workdir: Path
     input_records: int
     unclean: list[str] = field(default_factory=list)
+    incidents: list[str] = field(default_factory=list)  # instances that died or hit ERROR
 
     @property
     def ok(self) -> bool:
-        return self.comparison.ok
+        return self.comparison.ok and not self.incidents
+
+    @property
+    def differences(self) -> int:
+        return self.comparison.differences + len(self.incidents)
 
     def report(self) -> str:
         status = "PASS" if self.ok else "FAIL"
@@ -46,6 +52,8 @@ class RunResult:
                  f"{self.input_records} input records, {self.elapsed:.0f}s "
                  f"(output read: {self.read_reason})",
                  self.comparison.summary()]
+        for incident in self.incidents:
+            lines.append(f"  incident: {incident}")
         if self.unclean:
             lines.append(f"  instances that did not close cleanly at the end: {self.unclean}")
         if not self.ok:
@@ -78,7 +86,7 @@ def _decoder(scenario: Scenario):  # noqa: ANN202 - records -> list of (key, val
 
 
 def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *,
-                 per_chunk: int = 150, cache_bytes: int = 0,
+                 per_chunk: int = 200, cache_bytes: int = 0,
                  instances: int = INSTANCES) -> RunResult:
     scenario = SCENARIOS[name]
     started = time.monotonic()
@@ -89,7 +97,11 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
     app_args = ["--scenario", name, "--guarantee", guarantee, "--cache-bytes", str(cache_bytes)]
     cluster = Cluster(workdir, app_args)
     group = f"faults-{name}"
-    unclean: list[str] = []
+    decode = _decoder(scenario)
+    cache_on = cache_bytes > 0
+    records: list[Any] = []
+    reason = "not read"
+    pending = iter(plan.chunks)
     try:
         cluster.start_broker()
         bootstrap = cluster.bootstrap
@@ -98,21 +110,15 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
         _produce(bootstrap, scenario, plan.preload)
         for _ in range(instances):
             cluster.add_instance()
-        cluster.wait_running()
-        if plan.sync_topics:
-            wait_committed(bootstrap, group, list(plan.sync_topics), START_TIMEOUT)
-        pending = iter(plan.chunks)
-
-        def next_chunk() -> None:
-            _produce(cluster.bootstrap, scenario, next(pending))
-
-        next_chunk()
-        for fault in schedule.faults:
-            fault.apply(cluster, next_chunk, next_chunk)
-        next_chunk()
-        cluster.wait_running()
-        decode = _decoder(scenario)
-        cache_on = cache_bytes > 0
+        try:
+            cluster.wait_running()
+            if plan.sync_topics:
+                wait_committed(bootstrap, group, list(plan.sync_topics), START_TIMEOUT)
+            _run_schedule(cluster, scenario, pending, schedule)
+        except AssertionError as exc:  # an instance never got going: report, then read
+            cluster.incidents.append(f"schedule stopped early: {exc}")
+            for chunk in pending:  # the oracle saw all of the input: so must the run
+                _produce(cluster.bootstrap, scenario, chunk)
 
         def done(records: list[Any]) -> bool:
             return compare(scenario, expected, decode(records), guarantee, cache_on).ok
@@ -121,8 +127,23 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
                            isolation="read_committed" if guarantee == "exactly_once_v2"
                            else "read_uncommitted",
                            group=group, input_topics=list(scenario.inputs), done=done)
-        comparison = compare(scenario, expected, decode(read.records), guarantee, cache_on)
+        records, reason = read.records, read.reason
     finally:
         unclean = cluster.close()
-    return RunResult(name, guarantee, schedule, cache_bytes, comparison, read.reason,
-                     time.monotonic() - started, workdir, len(plan.all_records()), unclean)
+    comparison = compare(scenario, expected, decode(records), guarantee, cache_on)
+    return RunResult(name, guarantee, schedule, cache_bytes, comparison, reason,
+                     time.monotonic() - started, workdir, len(plan.all_records()), unclean,
+                     cluster.incidents)
+
+
+def _run_schedule(cluster: Cluster, scenario: Scenario, pending: Iterator[list[Rec]],
+                  schedule: Schedule) -> None:
+    """The first chunk, each fault with its two chunks, the last chunk; then all RUNNING."""
+    def next_chunk() -> None:
+        _produce(cluster.bootstrap, scenario, next(pending))
+
+    next_chunk()
+    for fault in schedule.faults:
+        fault.apply(cluster, next_chunk, next_chunk)
+    next_chunk()
+    cluster.wait_running()

@@ -1,0 +1,44 @@
+"""The bounded CI mode of the fault harness: every catalogue scenario once under one fault,
+both guarantees for the count scenario, fixed seeds. Each run starts a broker and two app
+instances as OS processes and compares the output with the TopologyTestDriver's (see
+``harness.py``); a failure prints the diff and the seed (rerun it with ``soak.py --seed``).
+
+``make soak SOAK_MINUTES=30`` runs random schedules over random scenarios instead.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from .faults import Schedule
+from .harness import run_scenario
+
+# (scenario, guarantee, faults, seed): every operator family, every fault kind at least once.
+CI_RUNS = [
+    ("count", "exactly_once_v2", ["kill"], 101),
+    ("count", "at_least_once", ["kill"], 102),
+    ("join", "exactly_once_v2", ["pause"], 103),
+    ("suppress", "exactly_once_v2", ["broker_restart"], 104),
+    ("fk_join", "exactly_once_v2", ["scale_out"], 105),
+    ("session", "exactly_once_v2", ["broker_outage"], 106),
+    ("cogroup", "exactly_once_v2", ["kill"], 107),
+    ("global", "exactly_once_v2", ["scale_in"], 108),
+]
+CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(420)
+@pytest.mark.parametrize(("scenario", "guarantee", "faults", "seed"), CI_RUNS,
+                         ids=[f"{s}-{g}-{'+'.join(f)}" for s, g, f, _ in CI_RUNS])
+def test_scenario_survives_fault(tmp_path: Path, scenario: str, guarantee: str,
+                                 faults: list[str], seed: int) -> None:
+    result = run_scenario(scenario, guarantee, Schedule.of(seed, faults, CI_OUTAGE_S),
+                          tmp_path)
+    print(result.report())
+    assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m tests.faults.soak "
+                       f"--scenario {scenario} --guarantee {guarantee} --faults "
+                       f"{','.join(faults)} --cache 0 --seed {seed} --outage {CI_OUTAGE_S:.0f} "
+                       f"--minutes 0")
