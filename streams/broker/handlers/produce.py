@@ -4,75 +4,128 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..compression import CodecError
-from ..records import BatchHeader, InvalidBatch, decode_records, validate_produced
+from ..records import BatchHeader, InvalidBatch, validate_produced
+from ..storage.log import StorageError
 from ..storage.producer_state import ProducerError
 from ..topics import TopicError
-from . import handles
+from ..validation import BatchRejected, check_client_batch, check_records
+from . import handles, produce_order
 
 if TYPE_CHECKING:
     from ..protocol import RequestContext
     from ..server import Broker
+    from ..storage.log import PartitionLog
 
 log = logging.getLogger(__name__)
 
 CORRUPT_MESSAGE = 2
 MESSAGE_TOO_LARGE = 10
-INVALID_TRANSACTION_TIMEOUT = 50
-UNKNOWN_SERVER_ERROR = -1
+KAFKA_STORAGE_ERROR = 56
 INVALID_RECORD = 87
+
+# Uncompressed record sets with more records than this are checked in a worker thread, so one
+# request never holds the event loop for more than a few milliseconds.
+INLINE_RECORDS = 8192
+# A compressed batch may decompress to at most this many times the topic's max.message.bytes
+# (Kafka has no bound; without one a 32 KB zstd batch holding 1 GiB takes 1 GiB of memory).
+DECOMPRESSED_LIMIT_FACTOR = 32
 
 
 def _partition_result(index: int, code: int, message: str | None = None, **extra: Any) -> dict:
-    result = {
+    return {
         "index": index,
         "error_code": code,
         "base_offset": extra.get("base_offset", -1),
         "log_append_time": extra.get("log_append_time", -1),
         "log_start_offset": extra.get("log_start_offset", -1),
-        "record_errors": [],
+        "record_errors": extra.get("record_errors", []),
         "error_message": message,
     }
-    return result
 
 
-def append_partition(
-    broker: Broker, topic_name: str, index: int, records: bytes | None
-) -> tuple[dict[str, Any], Any]:
-    """Validate and append one partition's record set; returns (result, log or None)."""
+@dataclass(slots=True)
+class _Staged:
+    """A partition's record set that passed the cheap checks and waits to be appended."""
+
+    topic: str
+    index: int
+    partition: PartitionLog
+    data: bytes
+    batches: list[tuple[int, BatchHeader]]
+    compacted: bool
+    decompressed_limit: int
+    in_worker: bool  # the record checks still have to run, in a worker thread
+
+
+def _stage(broker: Broker, topic_name: str, index: int, records: bytes | None) -> _Staged | dict:
+    """Framing, CRC and LogValidator's batch checks; the record walk too unless it is costly."""
     try:
         partition = broker.topics.partition(topic_name, index)
     except TopicError as exc:
-        return _partition_result(index, exc.code, str(exc)), None
+        return _partition_result(index, exc.code, str(exc))
     topic = broker.topics.topics[topic_name]
     data = bytes(records or b"")
     limit = int(broker.topics.effective_config(topic, "max.message.bytes"))
     if len(data) > limit + 61:
         return _partition_result(
             index, MESSAGE_TOO_LARGE, f"record set of {len(data)} bytes exceeds {limit}"
-        ), None
+        )
     try:
         batches = validate_produced(data)
+        for _pos, header in batches:
+            check_client_batch(header)
     except InvalidBatch as exc:
         log.warning("rejected batch for %s-%d: %s", topic_name, index, exc)
-        return _partition_result(index, CORRUPT_MESSAGE, str(exc)), None
-    if "compact" in broker.topics.effective_config(topic, "cleanup.policy"):
-        problem = _keyless_record(data, batches)
-        if problem:
-            return _partition_result(index, INVALID_RECORD, problem), None
+        return _partition_result(index, CORRUPT_MESSAGE, str(exc))
+    except BatchRejected as exc:
+        return _rejected(topic_name, index, exc)
+    staged = _Staged(
+        topic_name, index, partition, data, batches,
+        "compact" in broker.topics.effective_config(topic, "cleanup.policy"),
+        limit * DECOMPRESSED_LIMIT_FACTOR,
+        any(h.compression for _, h in batches)
+        or sum(h.record_count for _, h in batches) > INLINE_RECORDS,
+    )
+    if not staged.in_worker:
+        rejected = _check_records(staged)
+        if rejected is not None:
+            return rejected
+    return staged
+
+
+def _check_records(staged: _Staged) -> dict | None:
+    """Walk every record (decompressing first); an error result, or None when all are good."""
     try:
-        for _pos, header in batches:
+        for pos, header in staged.batches:
+            check_records(staged.data, pos, header, staged.compacted, staged.decompressed_limit)
+    except BatchRejected as exc:
+        return _rejected(staged.topic, staged.index, exc)
+    return None
+
+
+def _rejected(topic: str, index: int, exc: BatchRejected) -> dict:
+    log.warning("rejected batch for %s-%d: %s", topic, index, exc.message)
+    errors = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
+    return _partition_result(index, exc.code, exc.message, record_errors=errors)
+
+
+def _append(broker: Broker, staged: _Staged) -> tuple[dict[str, Any], PartitionLog | None]:
+    """Producer-state checks, then the append; returns (result, log or None)."""
+    partition, index = staged.partition, staged.index
+    try:
+        for _pos, header in staged.batches:
             if header.is_transactional:
                 code = broker.transactions.verify_produce(
-                    header.producer_id, header.producer_epoch, topic_name, index
+                    header.producer_id, header.producer_epoch, staged.topic, index
                 )
                 if code:
                     raise ProducerError(code, "transactional batch rejected by the coordinator")
             duplicate = partition.producer_state.check(header)
             if duplicate is not None:
-                if len(batches) == 1:
+                if len(staged.batches) == 1:
                     return _partition_result(
                         index,
                         0,
@@ -82,7 +135,10 @@ def append_partition(
                 raise ProducerError(45, "duplicate batch inside a multi-batch record set")
     except ProducerError as exc:
         return _partition_result(index, exc.code, str(exc)), None
-    result = partition.append(bytearray(data), batches)
+    try:
+        result = partition.append(bytearray(staged.data), staged.batches)
+    except StorageError as exc:  # logged once by the log, not per request
+        return _partition_result(index, KAFKA_STORAGE_ERROR, str(exc)), None
     return (
         _partition_result(
             index,
@@ -95,34 +151,70 @@ def append_partition(
     )
 
 
-def _keyless_record(data: bytes, batches: list[tuple[int, BatchHeader]]) -> str | None:
-    """Compacted topics need a key on every record (Kafka answers INVALID_RECORD)."""
-    for pos, header in batches:
-        if header.is_control:
-            continue
-        try:
-            records = decode_records(data[pos : pos + header.size])
-        except (CodecError, IndexError, ValueError) as exc:
-            return f"cannot read records to check keys: {exc}"
-        if any(r.key is None for r in records):
-            return "compacted topic requires a non-null key on every record"
-    return None
+async def _append_in_turn(
+    broker: Broker,
+    staged: _Staged,
+    result: dict[str, Any],
+    previous: asyncio.Future[None] | None,
+    mine: asyncio.Future[None],
+) -> PartitionLog | None:
+    """Check in a worker if needed, then append once the requests before this one have."""
+    try:
+        if staged.in_worker:
+            rejected = await produce_order.in_worker(_check_records, staged)
+            if rejected is not None:
+                result.update(rejected)
+                return None
+        await produce_order.wait_turn(previous)
+        outcome, partition = _append(broker, staged)
+        result.update(outcome)
+        return partition
+    finally:
+        produce_order.leave(staged.partition, mine)
+
+
+async def _flush(partition: PartitionLog, result: dict[str, Any]) -> None:
+    try:
+        await partition.flush_to(partition.next_offset)
+    except StorageError as exc:
+        result.update(error_code=KAFKA_STORAGE_ERROR, error_message=str(exc))
 
 
 @handles(0, 3, 9)
 async def produce(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     responses = []
-    to_flush = []
+    appended: list[tuple[PartitionLog, dict[str, Any]]] = []
+    queued: list[tuple[_Staged, dict[str, Any], tuple[Any, asyncio.Future[None]]]] = []
     for topic in request.topic_data:
         partition_results = []
         for pdata in topic.partition_data:
-            result, partition = append_partition(broker, topic.name, pdata.index, pdata.records)
+            staged = _stage(broker, topic.name, pdata.index, pdata.records)
+            if isinstance(staged, dict):
+                result = staged
+            elif staged.in_worker or produce_order.busy(staged.partition):
+                # Our place in the partition's queue is taken now, before the first await.
+                result = _partition_result(pdata.index, 0)
+                queued.append((staged, result, produce_order.enter(staged.partition)))
+            else:
+                result, partition = _append(broker, staged)
+                if partition is not None:
+                    appended.append((partition, result))
             partition_results.append(result)
-            if partition is not None and request.acks == -1:
-                to_flush.append(partition.flush_to(partition.next_offset))
         responses.append({"name": topic.name, "partition_responses": partition_results})
-    if to_flush:
-        await asyncio.gather(*to_flush)
+    if queued:
+        try:
+            logs = await asyncio.gather(*(
+                _append_in_turn(broker, staged, result, *place)
+                for staged, result, place in queued
+            ))
+        finally:
+            for staged, _result, (_previous, mine) in queued:
+                produce_order.leave(staged.partition, mine)
+        appended += [
+            (plog, result) for plog, (_s, result, _p) in zip(logs, queued, strict=True) if plog
+        ]
+    if request.acks == -1 and appended:
+        await asyncio.gather(*(_flush(plog, result) for plog, result in appended))
     if request.acks == 0:
         return None
     return {"responses": responses, "throttle_time": 0}

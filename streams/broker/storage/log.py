@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import shutil
+import struct
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,6 +27,40 @@ from .timestamps import first_record_at_or_after
 log = logging.getLogger(__name__)
 
 LOG_START_FILE = "log-start-offset"
+
+
+class StorageError(OSError):
+    """A write or fsync that failed (ENOSPC, EIO, ...); Produce answers KAFKA_STORAGE_ERROR.
+
+    Unlike Kafka, which takes the log directory offline, the broker keeps serving reads and
+    tries every later write, so writes resume by themselves once space is freed.
+    """
+
+
+# Partition directories whose writes are failing now. A full disk fails every partition at
+# once: the first failure logs one warning (again at most once a minute while any keeps
+# failing), and the last partition to write again logs one info line.
+_failing: set[Path] = set()
+_REPEAT_WARNING_S = 60.0
+_last_warning = 0.0
+
+
+def _storage_error(directory: Path, what: str, exc: OSError) -> StorageError:
+    global _last_warning
+    now = time.monotonic()
+    if not _failing or now - _last_warning >= _REPEAT_WARNING_S:
+        _last_warning = now
+        log.warning("%s to %s failed (%s); answering KAFKA_STORAGE_ERROR until writes succeed "
+                    "again", what, directory, exc.strerror or exc)
+    _failing.add(directory)
+    return StorageError(exc.errno or 0, f"{what} failed: {exc.strerror or exc}")
+
+
+def _storage_ok(directory: Path) -> None:
+    if directory in _failing:
+        _failing.discard(directory)
+        if not _failing:
+            log.info("writes succeed again (%s)", directory)
 
 
 @dataclass(slots=True)
@@ -95,7 +131,14 @@ class PartitionLog:
         for position, header in self._iter_active():
             kind = None
             if header.is_control:
-                kind = control_type(self.active.read_batch_at(position))
+                try:
+                    kind = control_type(self.active.read_batch_at(position))
+                except (ValueError, IndexError, struct.error) as exc:
+                    # Kafka's ControlRecordType.parse ignores what it cannot read; so do we,
+                    # rather than refuse to start over one batch.
+                    log.warning("%s: skipping unreadable control batch at offset %d (%s)",
+                                self.directory, header.base_offset, exc)
+                    continue
             self.producer_state.on_batch(header, kind)
 
     def close(self) -> None:
@@ -157,7 +200,10 @@ class PartitionLog:
     ) -> AppendResult:
         """Assign offsets to validated batches (patching them in place) and write them."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-        self._maybe_roll(len(data), now_ms)
+        try:
+            self._maybe_roll(len(data), now_ms)
+        except OSError as exc:
+            raise _storage_error(self.directory, "rolling a segment", exc) from None
         base = self.next_offset
         next_offset = base
         patched: list[tuple[int, BatchHeader]] = []
@@ -174,12 +220,35 @@ class PartitionLog:
                 header = header.__class__(next_offset, *_fields_after_offset(header, 0, False))
             patched.append((pos, header))
             next_offset = header.last_offset + 1
-        self.active.append(data, patched)
+        self._write(data, patched)
         for pos, header in patched:
             kind = control_type(bytes(data[pos : pos + header.size])) if header.is_control else None
             self.producer_state.on_batch(header, kind)
         self._wake_readers()
         return AppendResult(base, append_time, self.log_start_offset)
+
+    def _write(self, data: bytearray, batches: list[tuple[int, BatchHeader]]) -> None:
+        """Append to the active segment; on an OSError put it back as it was and raise."""
+        segment = self.active
+        size, next_offset, max_timestamp = segment.size, segment.next_offset, segment.max_timestamp
+        index_len, time_len = len(segment.index_offsets), len(segment.time_stamps)
+        try:
+            segment.append(data, batches)
+        except OSError as exc:
+            # A short write leaves bytes past the old end, a failed index write leaves the
+            # batches noted in memory: cut both, so the next append starts where this one did.
+            with contextlib.suppress(OSError):
+                os.ftruncate(segment.fd, size)
+            if segment.size != size:
+                segment.size, segment.next_offset = size, next_offset
+                segment.max_timestamp = max_timestamp
+                del segment.index_offsets[index_len:], segment.index_positions[index_len:]
+                del segment.time_stamps[time_len:], segment.time_offsets[time_len:]
+                with contextlib.suppress(OSError):
+                    segment._rewrite_index_files()  # a cut index is rebuilt; a stale one is not
+            raise _storage_error(self.directory, "writing", exc) from None
+        if _failing:
+            _storage_ok(self.directory)
 
     def _wake_readers(self) -> None:
         waiters, self.data_waiters = self.data_waiters, []
@@ -198,7 +267,10 @@ class PartitionLog:
         try:
             target = self.next_offset
             segment = self.active
-            await asyncio.get_running_loop().run_in_executor(None, segment.sync)
+            try:
+                await asyncio.get_running_loop().run_in_executor(None, segment.sync)
+            except OSError as exc:
+                raise _storage_error(self.directory, "fsync", exc) from None
             self._durable_offset = max(self._durable_offset, target)
         finally:
             self._flushing = None
