@@ -22,6 +22,11 @@ class BrokerConfig(KafkaConfigModel):
     default_replication_factor: int = 1
     message_max_bytes: int = Field(1048588, ge=1024)
     socket_request_max_bytes: int = Field(104857600, ge=1024)
+    # Partitions this broker hosts at most, internal topics included (our own limit; KIP-578's
+    # proposed name). CreateTopics / CreatePartitions beyond it get POLICY_VIOLATION.
+    max_partitions: int = Field(10_000, ge=1)
+    # Segment files (logs and indexes) kept open at once; the rest are reopened on use.
+    log_max_open_files: int = Field(512, ge=8)
 
     log_segment_bytes: int = Field(1 << 30, ge=1024)
     log_segment_ms: int = Field(7 * 24 * 3600 * 1000, ge=1)

@@ -28,6 +28,7 @@ from .protocol import (
     encode_response,
     parse_header,
 )
+from .storage.files import FILES
 from .topics import TopicManager
 from .transactions.coordinator import TransactionCoordinator
 
@@ -35,6 +36,7 @@ log = logging.getLogger("streams.broker")
 
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+ACCEPT_QUIET_S = 60.0
 # A handler's answer when it failed (already logged): the sender closes the connection.
 FAILED = bytearray()
 
@@ -45,6 +47,7 @@ class Broker:
     def __init__(self, config: BrokerConfig | None = None) -> None:
         handlers.load_all()
         self.config = config or BrokerConfig()
+        FILES.capacity = self.config.log_max_open_files
         self.topics = TopicManager(self.config)
         self.producer_ids = ProducerIdAllocator()
         self.groups = GroupCoordinator(self)
@@ -53,6 +56,8 @@ class Broker:
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
         self._background: list[asyncio.Task[None]] = []
         self.maintenance_failures = FailureLog()
+        self._accept_failed_at = -ACCEPT_QUIET_S  # loop time of the last EMFILE report
+        self._previous_exception_handler: Any = None
         self.port = self.config.port
 
     @property
@@ -70,6 +75,9 @@ class Broker:
         await self.transactions.start()
         self.spawn(retention_loop(self))
         self.spawn(cleaner_loop(self))
+        loop = asyncio.get_running_loop()
+        self._previous_exception_handler = loop.get_exception_handler()
+        loop.set_exception_handler(self._on_loop_exception)
         self._server = await asyncio.start_server(
             self._on_connection, self.config.host, self.config.port, limit=1 << 20
         )
@@ -100,7 +108,26 @@ class Broker:
                 await self._server.wait_closed()
             self._server = None
         self.topics.close()
+        asyncio.get_running_loop().set_exception_handler(self._previous_exception_handler)
         log.info("broker stopped")
+
+    def _on_loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio's accept loop on EMFILE/ENFILE/ENOBUFS/ENOMEM stops accepting for a second
+        and reports through this handler, with a traceback, every second. Say it once per
+        episode instead (an episode ends after ACCEPT_QUIET_S without a report)."""
+        if str(context.get("message", "")).startswith("socket.accept() out of system resource"):
+            now = loop.time()
+            quiet = now - self._accept_failed_at > ACCEPT_QUIET_S
+            self._accept_failed_at = now
+            if quiet:
+                log.error("cannot accept connections: %s; retrying every second until the "
+                          "broker or other processes free file descriptors",
+                          context.get("exception"))
+            return
+        if self._previous_exception_handler is not None:
+            self._previous_exception_handler(loop, context)
+        else:
+            loop.default_exception_handler(context)
 
     def spawn(self, coro: Awaitable[Any]) -> asyncio.Task[Any]:
         """Run a background job that stops with the broker."""

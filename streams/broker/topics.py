@@ -6,12 +6,14 @@ leaves either the old or the new file, never a torn one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
 import re
 import shutil
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -44,6 +46,12 @@ INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
 INVALID_REQUEST = 42
+POLICY_VIOLATION = 44
+KAFKA_STORAGE_ERROR = 56
+
+# Partitions opened between two yields to the event loop while a topic is created.
+_CREATE_CHUNK = 64
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 
 
 def _bool(value: str) -> str:
@@ -145,6 +153,7 @@ class TopicManager:
         self.data_dir = Path(config.data_dir)
         self.topics: dict[str, Topic] = {}
         self.cluster_id = config.cluster_id or ""
+        self._creating: dict[str, int] = {}  # topic -> partitions being opened right now
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -163,7 +172,28 @@ class TopicManager:
             for index in range(int(entry["partitions"])):
                 topic.partitions.append(self._open_partition(topic, index))
             self.topics[name] = topic
+        self._remove_orphans()
         self._save()
+
+    def _remove_orphans(self) -> None:
+        """Delete partition directories that topics.json does not list (left by a crash in the
+        middle of a create or delete); Kafka likewise deletes stray logs at start."""
+        orphans = []
+        for path in self.data_dir.iterdir():
+            match = _PARTITION_DIR.match(path.name)
+            if not match or not path.is_dir():
+                continue
+            topic = self.topics.get(match.group(1))
+            if topic is None or int(match.group(2)) >= len(topic.partitions):
+                orphans.append(path)
+        if not orphans:
+            return
+        for path in orphans:
+            shutil.rmtree(path, ignore_errors=True)
+        names = sorted(p.name for p in orphans)
+        shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+        log.warning("removed %d orphan partition director%s not in %s: %s", len(orphans),
+                    "y" if len(orphans) == 1 else "ies", METADATA_FILE, shown)
 
     def _save(self) -> None:
         state = {
@@ -243,6 +273,47 @@ class TopicManager:
             raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {name}-{index}")
         return topic.partitions[index]
 
+    def is_creating(self, name: str) -> bool:
+        return name in self._creating
+
+    @property
+    def partition_count(self) -> int:
+        """Partitions hosted now, counting those being created."""
+        hosted = sum(len(t.partitions) for t in self.topics.values())
+        return hosted + sum(self._creating.values())
+
+    def _check_limit(self, adding: int) -> None:
+        """`max.partitions`: refuse before any side effect, as Kafka's controller refuses an
+        excessively large creation with POLICY_VIOLATION."""
+        limit = self.config.max_partitions
+        total = self.partition_count + adding
+        if total > limit:
+            raise TopicError(
+                POLICY_VIOLATION,
+                f"adding {adding} partition(s) would bring this broker to {total}, above its "
+                f"max.partitions={limit} (it hosts {self.partition_count})",
+            )
+
+    def _validate_create(self, name: str, partitions: int | None,
+                         replication_factor: int | None, configs: dict[str, str] | None
+                         ) -> tuple[Topic, int]:
+        validate_topic_name(name)
+        if name in self.topics or name in self._creating:
+            raise TopicError(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
+        count = self.config.num_partitions if partitions in (None, -1) else partitions
+        if count is None or count < 1:
+            raise TopicError(INVALID_PARTITIONS, f"partitions must be >= 1, got {partitions}")
+        if replication_factor not in (None, -1, 1):
+            raise TopicError(
+                INVALID_REPLICATION_FACTOR,
+                f"Unable to replicate the partition {replication_factor} time(s): The target "
+                f"replication factor of {replication_factor} cannot be reached because only 1 "
+                f"broker(s) are registered.",
+            )
+        checked = validate_topic_configs(configs or {})
+        self._check_limit(count)
+        return Topic(name, uuid.uuid4(), checked), count
+
     def create(
         self,
         name: str,
@@ -251,32 +322,69 @@ class TopicManager:
         configs: dict[str, str] | None = None,
         validate_only: bool = False,
     ) -> Topic:
-        validate_topic_name(name)
-        if name in self.topics:
-            raise TopicError(TOPIC_ALREADY_EXISTS, f"topic {name!r} already exists")
-        count = self.config.num_partitions if partitions in (None, -1) else partitions
-        if count is None or count < 1:
-            raise TopicError(INVALID_PARTITIONS, f"partitions must be >= 1, got {partitions}")
-        if count > 100_000:
-            raise TopicError(INVALID_PARTITIONS, f"partitions must be <= 100000, got {count}")
-        if replication_factor not in (None, -1, 1):
-            raise TopicError(
-                INVALID_REPLICATION_FACTOR,
-                f"replication factor {replication_factor} is larger than the 1 available broker",
-            )
-        checked = validate_topic_configs(configs or {})
-        topic = Topic(name, uuid.uuid4(), checked)
+        topic, count = self._validate_create(name, partitions, replication_factor, configs)
         if validate_only:
             return topic
-        stale = [p for p in self.data_dir.glob(f"{name}-*") if p.name.rsplit("-", 1)[0] == name]
-        for path in stale:  # left over from a delete that crashed half-way
-            shutil.rmtree(path, ignore_errors=True)
-        for index in range(count):
-            topic.partitions.append(self._open_partition(topic, index))
-        self.topics[name] = topic
-        self._save()
-        log.info("created topic %s with %d partition(s)", name, count)
+        for _ in self._build(topic, 0, count):
+            pass
+        return self._register(topic)
+
+    async def create_async(
+        self,
+        name: str,
+        partitions: int | None = None,
+        replication_factor: int | None = None,
+        configs: dict[str, str] | None = None,
+        validate_only: bool = False,
+    ) -> Topic:
+        """``create`` for request handlers: yields to the event loop between chunks of
+        partitions, so a large topic does not stall every other connection."""
+        topic, count = self._validate_create(name, partitions, replication_factor, configs)
+        if validate_only:
+            return topic
+        for _ in self._build(topic, 0, count):
+            await asyncio.sleep(0)
+        return self._register(topic)
+
+    def _register(self, topic: Topic) -> Topic:
+        self.topics[topic.name] = topic
+        try:
+            self._save()
+        except OSError as exc:
+            del self.topics[topic.name]
+            for plog in topic.partitions:
+                plog.delete()
+            raise TopicError(KAFKA_STORAGE_ERROR, f"cannot save {METADATA_FILE}: {exc}") from exc
+        log.info("created topic %s with %d partition(s)", topic.name, len(topic.partitions))
         return topic
+
+    def _build(self, topic: Topic, start: int, total: int) -> Iterator[None]:
+        """Open partitions ``start..total-1`` of ``topic`` into ``topic.partitions``, yielding
+        between chunks. All or nothing: on failure the partitions opened here are deleted again
+        (directories included) and a TopicError is raised."""
+        self._creating[topic.name] = total - start
+        made = []
+        try:
+            if start == 0:  # left over from a delete that crashed half-way
+                for path in self.data_dir.glob(f"{topic.name}-*"):
+                    if path.name.rsplit("-", 1)[0] == topic.name:
+                        shutil.rmtree(path, ignore_errors=True)
+            for index in range(start, total):
+                made.append(self._open_partition(topic, index))
+                if len(made) % _CREATE_CHUNK == 0:
+                    yield
+        except OSError as exc:
+            for plog in made:
+                plog.delete()
+            shutil.rmtree(self.data_dir / f"{topic.name}-{start + len(made)}", ignore_errors=True)
+            raise TopicError(
+                KAFKA_STORAGE_ERROR,
+                f"cannot create partition {topic.name}-{start + len(made)}: {exc}; "
+                f"none of the {total - start} new partition(s) were kept",
+            ) from exc
+        finally:
+            self._creating.pop(topic.name, None)
+        topic.partitions.extend(made)
 
     def delete(self, name: str) -> None:
         topic = self.get(name)
@@ -286,19 +394,51 @@ class TopicManager:
             partition.delete()
         log.info("deleted topic %s", name)
 
-    def add_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+    def _validate_add(self, name: str, total: int) -> Topic:
         topic = self.get(name)
+        if name in self._creating:
+            raise TopicError(INVALID_REQUEST, f"topic {name!r} is being changed; retry")
         if total <= len(topic.partitions):
             raise TopicError(
                 INVALID_PARTITIONS,
-                f"topic {name!r} has {len(topic.partitions)} partitions; "
-                f"the new count must be larger, got {total}",
+                f"Topic currently has {len(topic.partitions)} partitions, which is higher than "
+                f"or equal to the requested {total}.",
             )
+        self._check_limit(total - len(topic.partitions))
+        return topic
+
+    def add_partitions(self, name: str, total: int, validate_only: bool = False) -> None:
+        topic = self._validate_add(name, total)
         if validate_only:
             return
-        for index in range(len(topic.partitions), total):
-            topic.partitions.append(self._open_partition(topic, index))
-        self._save()
+        before = len(topic.partitions)
+        for _ in self._build(topic, before, total):
+            pass
+        self._save_added(topic, before)
+
+    async def add_partitions_async(self, name: str, total: int,
+                                   validate_only: bool = False) -> None:
+        """``add_partitions`` for request handlers, yielding between chunks."""
+        topic = self._validate_add(name, total)
+        if validate_only:
+            return
+        before = len(topic.partitions)
+        for _ in self._build(topic, before, total):
+            await asyncio.sleep(0)
+        self._save_added(topic, before)
+
+    def _save_added(self, topic: Topic, before: int) -> None:
+        if self.topics.get(topic.name) is not topic:  # deleted while we were opening them
+            for plog in topic.partitions[before:]:
+                plog.delete()
+            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic.name!r} was deleted")
+        try:
+            self._save()
+        except OSError as exc:
+            for plog in topic.partitions[before:]:
+                plog.delete()
+            del topic.partitions[before:]
+            raise TopicError(KAFKA_STORAGE_ERROR, f"cannot save {METADATA_FILE}: {exc}") from exc
 
     def ensure_internal(self, name: str, partitions: int) -> Topic:
         if name in self.topics:

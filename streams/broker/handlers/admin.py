@@ -58,7 +58,7 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
                 raise TopicError(INVALID_REQUEST, "manual replica assignment is not supported "
                                  "on a single-node broker")
             configs = {c.name: c.value for c in t.configs}
-            topic = broker.topics.create(
+            topic = await broker.topics.create_async(
                 t.name, t.num_partitions, t.replication_factor, configs,
                 validate_only=request.validate_only,
             )
@@ -116,7 +116,8 @@ async def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
         results.append(entry)
         try:
-            broker.topics.add_partitions(t.name, t.count, validate_only=request.validate_only)
+            await broker.topics.add_partitions_async(t.name, t.count,
+                                                     validate_only=request.validate_only)
         except TopicError as exc:
             entry.update(error_code=exc.code, error_message=str(exc))
     return {"throttle_time": 0, "results": results}

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from ..server import Broker
 
 LEADER_EPOCH = 0
+LEADER_NOT_AVAILABLE = 5
 
 
 @handles(18, 0, 4)
@@ -78,7 +79,10 @@ async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[st
     topics = []
     for name in names:
         error = 0
-        if name not in broker.topics.topics and allow_create and broker.config.auto_create_topics_enable:
+        if name not in broker.topics.topics and broker.topics.is_creating(name):
+            error = LEADER_NOT_AVAILABLE  # CreateTopics is still opening its partitions
+        elif (name not in broker.topics.topics and allow_create
+              and broker.config.auto_create_topics_enable):
             try:
                 broker.topics.create(name)
             except TopicError as exc:

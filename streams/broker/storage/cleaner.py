@@ -25,6 +25,7 @@ from ..records import (
     iter_batches,
     parse_header,
 )
+from .files import FILES, LOG
 from .log import PartitionLog
 from .segment import Segment
 
@@ -106,15 +107,18 @@ def needs_cleaning(plog: PartitionLog, config: CompactionConfig, now_ms: int) ->
 
 
 def _batches(segment: Segment) -> Iterator[tuple[BatchHeader, bytes]]:
+    """Every batch of a closed segment; runs in the cleaner thread, so it pins the file and
+    never evicts others (files.py)."""
     pos = 0
     while pos < segment.size:
-        chunk = os.pread(segment.fd, min(segment.size - pos, _CHUNK), pos)
+        with FILES.pinned(segment, LOG, evict=False) as fd:
+            chunk = os.pread(fd, min(segment.size - pos, _CHUNK), pos)
         consumed = 0
         for rel, header in iter_batches(chunk):
             yield header, chunk[rel : rel + header.size]
             consumed = rel + header.size
         if consumed == 0:
-            batch = segment.read_batch_at(pos)
+            batch = segment.read_batch_at(pos, evict=False)
             yield parse_header(batch), batch
             consumed = len(batch)
         pos += consumed

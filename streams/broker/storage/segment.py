@@ -8,6 +8,7 @@ missing or damaged. The log file is the only source of truth.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import struct
@@ -17,6 +18,7 @@ from pathlib import Path
 import crc32c
 
 from ..records import HEADER_SIZE, BatchHeader, iter_batches, parse_header
+from .files import FILES, INDEX, LOG, TIME_INDEX
 
 log = logging.getLogger(__name__)
 
@@ -40,8 +42,9 @@ class Segment:
         self.log_path = stem.with_suffix(".log")
         self.index_path = stem.with_suffix(".index")
         self.time_index_path = stem.with_suffix(".timeindex")
-        self.fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
-        self.size = os.fstat(self.fd).st_size
+        # The file exists from now on, but stays closed until used (see files.py).
+        with FILES.pinned(self, LOG) as fd:
+            self.size = os.fstat(fd).st_size
         # Sparse offset index: base offset of an indexed batch -> its file position.
         self.index_offsets = array("q")
         self.index_positions = array("q")
@@ -52,8 +55,17 @@ class Segment:
         self.max_timestamp = -1
         self.created_ms = 0
         self._bytes_since_index = 0
-        self._index_fd: int | None = None
-        self._time_fd: int | None = None
+
+    def file_path(self, kind: str) -> Path:
+        return {LOG: self.log_path, INDEX: self.index_path, TIME_INDEX: self.time_index_path}[kind]
+
+    @property
+    def fd(self) -> int:
+        """The log file's descriptor, for immediate use on the event loop (not pinned)."""
+        return FILES.get(self, LOG)
+
+    def _log(self, evict: bool = True) -> contextlib.AbstractContextManager[int]:
+        return FILES.pinned(self, LOG, evict)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -62,18 +74,22 @@ class Segment:
 
         Returns the number of bytes cut off.
         """
+        with self._log() as fd:
+            return self._recover(fd)
+
+    def _recover(self, fd: int) -> int:
         valid_end = 0
         self._reset_indexes()
         pos = 0
         while pos < self.size:
-            chunk = os.pread(self.fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
+            chunk = os.pread(fd, max(_SCAN_CHUNK, HEADER_SIZE), pos)
             if len(chunk) < HEADER_SIZE:
                 break
             header = parse_header(chunk)
             if header.magic != 2 or header.length < HEADER_SIZE - 12:
                 break
             if header.size > len(chunk):
-                chunk = os.pread(self.fd, header.size, pos)
+                chunk = os.pread(fd, header.size, pos)
                 if len(chunk) < header.size:
                     break
             if crc32c.crc32c(memoryview(chunk)[21 : header.size]) != header.crc:
@@ -101,7 +117,7 @@ class Segment:
                 cut,
                 valid_end,
             )
-            os.ftruncate(self.fd, valid_end)
+            os.ftruncate(fd, valid_end)
             self.size = valid_end
         self._rewrite_index_files()
         return cut
@@ -116,7 +132,8 @@ class Segment:
             return
         # The last batch sits after the last index entry: walk from there to learn next_offset.
         start = self.index_positions[-1] if self.index_positions else 0
-        tail = os.pread(self.fd, self.size - start, start)
+        with self._log() as fd:
+            tail = os.pread(fd, self.size - start, start)
         last: BatchHeader | None = None
         for _rel, h in iter_batches(tail):
             last = h
@@ -189,31 +206,30 @@ class Segment:
     def append(self, data: bytes | bytearray, headers: list[tuple[int, BatchHeader]]) -> None:
         """Append batches (offsets already assigned) and index them."""
         position = self.size
-        written = os.pwrite(self.fd, data, position)
+        with self._log() as fd:
+            written = os.pwrite(fd, data, position)
         if written != len(data):
             raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
         self.size += len(data)
         for rel, header in headers:
             add_index, add_time = self._note_batch(position + rel, header)
             if add_index:
-                self._index_fd = self._index_fd or os.open(
-                    self.index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
-                )
                 os.write(
-                    self._index_fd,
+                    FILES.get(self, INDEX),
                     _INDEX_ENTRY.pack(header.base_offset - self.base_offset, position + rel),
                 )
             if add_time:
-                self._time_fd = self._time_fd or os.open(
-                    self.time_index_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644
-                )
                 os.write(
-                    self._time_fd,
+                    FILES.get(self, TIME_INDEX),
                     _TIME_ENTRY.pack(header.max_timestamp, header.base_offset - self.base_offset),
                 )
 
     def sync(self) -> None:
-        os.fdatasync(self.fd)
+        """fdatasync the log; any descriptor of the file flushes all of its written data
+        (fsync(2)), so a reopened one after eviction is as good. Runs in executor threads too,
+        which never evict."""
+        with self._log(evict=False) as fd:
+            os.fdatasync(fd)
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -228,11 +244,15 @@ class Segment:
         At least one whole batch is returned even if it is larger than ``max_bytes`` (KIP-74).
         ``max_position`` bounds the read (e.g. to the last stable offset's position).
         """
+        with self._log() as fd:
+            return self._read(fd, offset, max_bytes, max_position)
+
+    def _read(self, fd: int, offset: int, max_bytes: int, max_position: int | None) -> bytes:
         end = self.size if max_position is None else min(self.size, max_position)
         pos = self.position_for(offset)
         while pos < end:
             want = min(end - pos, max_bytes + self.index_interval_bytes + HEADER_SIZE)
-            chunk = os.pread(self.fd, want, pos)
+            chunk = os.pread(fd, want, pos)
             view = memoryview(chunk)
             start: int | None = None
             stop = 0
@@ -250,13 +270,13 @@ class Segment:
                     return chunk[start:stop]
                 # The first wanted batch is bigger than the chunk: read exactly it.
                 h = parse_header(view, start)
-                return os.pread(self.fd, h.size, pos + start)
+                return os.pread(fd, h.size, pos + start)
             if stop == 0:
                 # A single batch bigger than the chunk starts it: return it if it holds the
                 # offset (at least one whole batch, KIP-74), else skip it.
                 h = parse_header(view, 0)
                 if h.last_offset >= offset:
-                    return os.pread(self.fd, h.size, pos)
+                    return os.pread(fd, h.size, pos)
                 stop = h.size
             pos += stop
         return b""
@@ -268,8 +288,12 @@ class Segment:
         i = bisect.bisect_left(self.time_stamps, timestamp)
         start_offset = self.time_offsets[i - 1] if i > 0 else self.base_offset
         pos = self.position_for(start_offset)
+        with self._log() as fd:
+            return self._scan_for_timestamp(fd, pos, timestamp)
+
+    def _scan_for_timestamp(self, fd: int, pos: int, timestamp: int) -> tuple[int, int] | None:
         while pos < self.size:
-            chunk = os.pread(self.fd, min(self.size - pos, _SCAN_CHUNK), pos)
+            chunk = os.pread(fd, min(self.size - pos, _SCAN_CHUNK), pos)
             consumed = 0
             for rel, h in iter_batches(chunk):
                 consumed = rel + h.size
@@ -281,21 +305,18 @@ class Segment:
             pos += consumed
         return None
 
-    def read_batch_at(self, position: int) -> bytes:
-        header = parse_header(os.pread(self.fd, HEADER_SIZE, position))
-        return os.pread(self.fd, header.size, position)
+    def read_batch_at(self, position: int, evict: bool = True) -> bytes:
+        with self._log(evict) as fd:
+            header = parse_header(os.pread(fd, HEADER_SIZE, position))
+            return os.pread(fd, header.size, position)
 
     # -- closing ------------------------------------------------------------------------------
 
     def _close_index_fds(self) -> None:
-        for fd in (self._index_fd, self._time_fd):
-            if fd is not None:
-                os.close(fd)
-        self._index_fd = self._time_fd = None
+        FILES.close(self, (INDEX, TIME_INDEX))
 
     def close(self) -> None:
-        self._close_index_fds()
-        os.close(self.fd)
+        FILES.close(self)
 
     def delete(self) -> None:
         self.close()
