@@ -156,7 +156,8 @@ class KafkaStreams:
             return []
         if thread.globals is not None and name in thread.globals.stores:
             return [thread.globals.stores[name]]
-        return [task.stores[name] for task_id, task in list(thread.tasks.items())
+        # dict(): one C-level copy the stream thread cannot interrupt (interactive queries)
+        return [task.stores[name] for task_id, task in dict(thread.tasks).items()
                 if name in task.stores and task_id not in thread.restoring]
 
     def __enter__(self) -> KafkaStreams:
