@@ -121,9 +121,9 @@ def walk_records(buf: bytes, pos: int, end: int, count: int, need_key: bool) -> 
                 pos += 2
             else:
                 size, pos = _uvarint(buf, pos, _MAX_VARINT_BYTES)
-            size = (size >> 1) ^ -(size & 1)
-            stop = pos + size
-            if size < _MIN_RECORD_BODY or stop > end:
+            stop = pos + (size >> 1)  # size is still zigzag-encoded: odd means negative
+            if size & 1 or size < _MIN_RECORD_BODY << 1 or stop > end:
+                size = (size >> 1) ^ -(size & 1)
                 raise _BadRecord(index, f"Invalid record size {size} at record {index}")
             p = pos + 1  # attributes: unused in v2 (Kafka reads and ignores them)
             if buf[p] < 0x80:  # timestampDelta: any value, only its encoding is checked
@@ -179,8 +179,8 @@ def walk_records(buf: bytes, pos: int, end: int, count: int, need_key: bool) -> 
             if p != stop:
                 raise _BadRecord(
                     index,
-                    f"Invalid record size: expected to read {size} bytes in record payload, "
-                    f"but instead read {p - pos}",
+                    f"Invalid record size: expected to read {stop - pos} bytes in record "
+                    f"payload, but instead read {p - pos}",
                 )
             pos = stop
     except IndexError:
