@@ -112,6 +112,21 @@ def _rejected(topic: str, index: int, exc: BatchRejected) -> dict:
     return _partition_result(index, exc.code, exc.message, record_errors=errors)
 
 
+def append_partition(
+    broker: Broker, topic_name: str, index: int, records: bytes | None
+) -> tuple[dict[str, Any], PartitionLog | None]:
+    """Validate and append one partition's record set right now (every check inline);
+    returns (result, log or None)."""
+    staged = _stage(broker, topic_name, index, records)
+    if isinstance(staged, dict):
+        return staged, None
+    if staged.in_worker:
+        rejected = _check_records(staged)
+        if rejected is not None:
+            return rejected, None
+    return _append(broker, staged)
+
+
 def _append(broker: Broker, staged: _Staged) -> tuple[dict[str, Any], PartitionLog | None]:
     """Producer-state checks, then the append; returns (result, log or None)."""
     partition, index = staged.partition, staged.index
