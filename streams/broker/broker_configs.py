@@ -15,6 +15,7 @@ from .config import BrokerConfig
 
 # DescribeConfigs v3+ ConfigType numbers and ConfigSource numbers (Kafka's DescribeConfigs JSON).
 BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
+SOURCE_DYNAMIC_BROKER = 2
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
 
@@ -94,7 +95,8 @@ BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
 
 
 def describe_broker_configs(config: BrokerConfig, port: int, wanted: set[str] | None,
-                            include_synonyms: bool) -> list[dict[str, Any]]:
+                            include_synonyms: bool, dynamic: set[str] | frozenset[str] = frozenset()
+                            ) -> list[dict[str, Any]]:
     """DescribeConfigs entries for this broker; ``wanted`` None means every property."""
     explicit = config.model_fields_set
     defaults = BrokerConfig() if include_synonyms else None
@@ -105,6 +107,8 @@ def describe_broker_configs(config: BrokerConfig, port: int, wanted: set[str] | 
         value = prop.value(config, port)
         static = any(f in explicit for f in prop.fields)
         source = SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
+        if prop.name in dynamic:
+            source, static = SOURCE_DYNAMIC_BROKER, True
         synonyms = []
         if defaults is not None:  # Kafka lists the value in effect first, then what it overrides
             synonyms.append({"name": prop.name, "value": value, "source": source})

@@ -129,9 +129,8 @@ async def retention_loop(broker: Broker) -> None:
 
 async def cleaner_loop(broker: Broker) -> None:
     """Kafka's CleanerThread: back off only when there was nothing to clean."""
-    backoff = broker.config.log_cleaner_backoff_ms / 1000
     while True:
-        if not await cleaner_pass(broker):
-            await asyncio.sleep(backoff)
+        if not await cleaner_pass(broker):  # the backoff is a dynamic broker config
+            await asyncio.sleep(broker.config.log_cleaner_backoff_ms / 1000)
         else:
             await asyncio.sleep(0)

@@ -47,6 +47,10 @@ class Broker:
     def __init__(self, config: BrokerConfig | None = None) -> None:
         handlers.load_all()
         self.config = config or BrokerConfig()
+        # What the broker started with; dynamic broker configs (AlterConfigs) change
+        # self.config, and deleting one goes back to this.
+        self.static_config = self.config.model_copy()
+        self.dynamic_configs: set[str] = set()
         FILES.capacity = self.config.log_max_open_files
         self.topics = TopicManager(self.config)
         self.producer_ids = ProducerIdAllocator()

@@ -70,9 +70,14 @@ def _int(low: int) -> Any:
     return check
 
 
-def _choice(*allowed: str) -> Any:
+def _choice(*allowed: str, empty: bool = False) -> Any:
+    """One of ``allowed``, or a comma list of them; ``empty`` lets a list be empty (Kafka's
+    ValidList accepts `cleanup.policy=` with no policy: nothing is deleted or compacted)."""
+
     def check(value: str) -> str:
         parts = [p.strip() for p in value.split(",")]
+        if empty and parts == [""]:
+            return ""
         if not parts or any(p not in allowed for p in parts):
             raise ValueError(f"must be one of {', '.join(allowed)}")
         return ",".join(parts)
@@ -89,7 +94,7 @@ def _ratio(value: str) -> str:
 
 # name -> (validator, broker config attribute or literal default)
 TOPIC_CONFIGS: dict[str, tuple[Any, str]] = {
-    "cleanup.policy": (_choice("delete", "compact"), "delete"),
+    "cleanup.policy": (_choice("delete", "compact", empty=True), "delete"),
     "retention.ms": (_int(-1), "@log_retention_ms"),
     "retention.bytes": (_int(-1), "@log_retention_bytes"),
     "segment.bytes": (_int(14), "@log_segment_bytes"),
@@ -112,6 +117,8 @@ TOPIC_CONFIGS: dict[str, tuple[Any, str]] = {
     "flush.ms": (_int(0), str(2**63 - 1)),
     "preallocate": (_bool, "false"),
     "message.downconversion.enable": (_bool, "true"),
+    # Deprecated in Kafka 3.x and ignored (every batch is v2), but still accepted.
+    "message.format.version": (str, "3.0-IV1"),
 }
 
 
@@ -253,6 +260,11 @@ class TopicManager:
         topic.configs = validate_topic_configs(configs)
         self._apply_log_config(topic)
         self._save()
+
+    def reapply_log_configs(self) -> None:
+        """A broker-wide log.* default changed (dynamic broker config)."""
+        for topic in self.topics.values():
+            self._apply_log_config(topic)
 
     def _apply_log_config(self, topic: Topic) -> None:
         log_config = self._log_config(topic)

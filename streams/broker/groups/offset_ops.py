@@ -16,6 +16,7 @@ from . import errors
 from .group import Group, GroupState
 from .offsets import OffsetStore, TopicPartition
 from .offsets_codec import OffsetAndMetadata
+from .subscription import ALL_TOPICS, subscribed_topics
 
 if TYPE_CHECKING:
     from ..config import BrokerConfig
@@ -188,6 +189,37 @@ class OffsetOperations:
             else:
                 out.append((tp, self.offsets.get(group_id, tp), errors.NONE))
         return out
+
+    # -- OffsetDelete -------------------------------------------------------------------------
+
+    async def delete_group_offsets(self, group_id: str, partitions: list[TopicPartition]
+                                   ) -> tuple[int, dict[TopicPartition, int]]:
+        """OffsetDelete (KIP-496), as Kafka's GroupCoordinator.handleDeleteOffsets: an Empty
+        group loses the offsets; an active `consumer` group keeps those of topics it subscribes
+        to (GROUP_SUBSCRIBED_TO_TOPIC); any other active group is NON_EMPTY_GROUP. The deletions
+        are tombstones in __consumer_offsets, so a restart does not bring them back."""
+        group = self.groups.get(group_id)
+        if (group is None or group.is_(DEAD)) and not self.offsets.has_offsets(group_id):
+            return errors.GROUP_ID_NOT_FOUND, {}
+        results: dict[TopicPartition, int] = {}
+        subscribed = None
+        if group is not None and not group.is_(EMPTY, DEAD):
+            if group.protocol_type != "consumer":
+                return errors.NON_EMPTY_GROUP, {}
+            subscribed = subscribed_topics(group)
+        deletable = []
+        for tp in partitions:
+            if tp[0] not in self.broker.topics.topics:
+                results[tp] = errors.UNKNOWN_TOPIC_OR_PARTITION
+            elif subscribed is not None and (subscribed is ALL_TOPICS or tp[0] in subscribed):
+                results[tp] = errors.GROUP_SUBSCRIBED_TO_TOPIC
+            else:
+                results[tp] = errors.NONE
+                deletable.append(tp)
+        await self.offsets.delete_offsets(group_id, deletable)
+        if deletable:
+            log.info("group %s: deleted %d committed offset(s)", group_id, len(deletable))
+        return errors.NONE, results
 
     # -- DeleteGroups -------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..broker_alter import alter_broker, incremental_changes
 from ..broker_configs import describe_broker_configs
 from ..storage.retention import log_deletion, segments_below
 from ..topics import (
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INVALID_REQUEST = 42
+INVALID_REPLICA_ASSIGNMENT = 39
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_ID = 100
 RESOURCE_TOPIC = 2
@@ -43,6 +45,7 @@ TOPIC_CONFIG_TYPES = {
     "max.compaction.lag.ms": 5, "min.cleanable.dirty.ratio": 6, "compression.type": 2,
     "min.insync.replicas": 3, "unclean.leader.election.enable": 1, "file.delete.delay.ms": 5,
     "flush.messages": 5, "flush.ms": 5, "preallocate": 1, "message.downconversion.enable": 1,
+    "message.format.version": 2,
 }
 
 
@@ -54,12 +57,12 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
                                  "topic_config_error_code": 0}
         results.append(entry)
         try:
+            partitions, replication = t.num_partitions, t.replication_factor
             if t.assignments:
-                raise TopicError(INVALID_REQUEST, "manual replica assignment is not supported "
-                                 "on a single-node broker")
+                partitions, replication = _manual_assignment(broker, t)
             configs = {c.name: c.value for c in t.configs}
             topic = await broker.topics.create_async(
-                t.name, t.num_partitions, t.replication_factor, configs,
+                t.name, partitions, replication, configs,
                 validate_only=request.validate_only,
             )
         except TopicError as exc:
@@ -79,6 +82,37 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
             ],
         )
     return {"throttle_time": 0, "topics": results}
+
+
+def _manual_assignment(broker: Broker, topic: Any) -> tuple[int, int]:
+    """(partitions, replication factor) of an explicit replica assignment, checked as Kafka's
+    controller checks it (ReplicationControlManager.createTopic / validateManualPartition-
+    Assignment): counts must be -1, partitions 0..n-1, and every replica a registered broker."""
+    if topic.num_partitions != -1 or topic.replication_factor != -1:
+        raise TopicError(INVALID_REQUEST, "A manual partition assignment was specified, but "
+                         "numPartitions or replicationFactor was not set to -1.")
+    indexes = sorted(a.partition_index for a in topic.assignments)
+    if indexes != list(range(len(indexes))):
+        raise TopicError(INVALID_REPLICA_ASSIGNMENT, "Partitions in the manual partition "
+                         "assignment must be a consecutive 0-based integer sequence.")
+    sizes = {len(a.broker_ids) for a in topic.assignments}
+    if len(sizes) != 1:
+        raise TopicError(INVALID_REPLICA_ASSIGNMENT, "All partitions in the manual partition "
+                         "assignment must have the same number of replicas.")
+    for a in topic.assignments:
+        replicas = list(a.broker_ids)
+        if not replicas:
+            raise TopicError(INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
+                             "includes an empty replica list.")
+        if len(set(replicas)) != len(replicas):
+            raise TopicError(INVALID_REPLICA_ASSIGNMENT, "The manual partition assignment "
+                             "includes a duplicate replica.")
+        for broker_id in replicas:
+            if broker_id != broker.node_id:
+                raise TopicError(INVALID_REPLICA_ASSIGNMENT, "The manual partition "
+                                 f"assignment includes broker {broker_id}, but no such broker "
+                                 "is registered.")
+    return len(indexes), sizes.pop()
 
 
 @handles(20, 1, 6)
@@ -135,7 +169,7 @@ def _describe_broker(broker: Broker, resource: Any, wanted: set[str] | None,
                 "error_message": f"Unexpected broker id, expected {broker.node_id} or empty "
                                  f"string, but received {name}"}
     return {"configs": describe_broker_configs(broker.config, broker.port, wanted,
-                                               include_synonyms)}
+                                               include_synonyms, broker.dynamic_configs)}
 
 
 @handles(32, 1, 4)
@@ -233,10 +267,19 @@ def _apply_incremental(current: dict[str, str], effective: Any, changes: Any) ->
 
 
 def _alter_topics(broker: Broker, request: Any,
-                  new_configs: Callable[[Topic, Any], dict[str, str]]) -> dict:
-    """Shared by both alter APIs: per topic resource, compute, validate and store the configs."""
+                  new_configs: Callable[[Topic, Any], dict[str, str]],
+                  broker_changes: Callable[[Any], dict[str, str | None]]) -> dict:
+    """Shared by both alter APIs: per topic resource, compute, validate and store the configs;
+    BROKER resources go to broker_alter."""
     responses = []
     for resource in request.resources:
+        if resource.resource_type == RESOURCE_BROKER:
+            try:
+                alter_broker(broker, resource, broker_changes(resource), request.validate_only)
+                responses.append(_alter_result(resource))
+            except TopicError as exc:
+                responses.append(_alter_result(resource, exc.code, str(exc)))
+            continue
         if resource.resource_type != RESOURCE_TOPIC:
             responses.append(_alter_result(resource, INVALID_REQUEST,
                                            "only topic configs can be altered at run time"))
@@ -256,11 +299,13 @@ def _alter_topics(broker: Broker, request: Any,
 @handles(44, 0, 1)
 async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
     return _alter_topics(broker, request, lambda topic, resource: _apply_incremental(
-        topic.configs, lambda key: broker.topics.effective_config(topic, key), resource.configs))
+        topic.configs, lambda key: broker.topics.effective_config(topic, key), resource.configs),
+        incremental_changes)
 
 
 @handles(33, 0, 2)
 async def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
     """The legacy API: the given set replaces every dynamic config of the topic."""
     return _alter_topics(broker, request,
-                         lambda topic, resource: {c.name: c.value for c in resource.configs})
+                         lambda topic, resource: {c.name: c.value for c in resource.configs},
+                         lambda resource: {c.name: c.value for c in resource.configs})

@@ -7,6 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..topics import TopicError
 from . import handles, supported_versions
+from .authorized import (
+    CLUSTER_OPERATIONS,
+    TOPIC_OPERATIONS,
+    authorized_operations,
+)
 
 if TYPE_CHECKING:
     from ..protocol import RequestContext
@@ -32,7 +37,8 @@ def _broker_entry(broker: Broker) -> dict[str, Any]:
     return {"node_id": broker.node_id, "host": broker.advertised_host, "port": broker.port}
 
 
-def topic_metadata(broker: Broker, name: str, error: int = 0) -> dict[str, Any]:
+def topic_metadata(broker: Broker, name: str, error: int = 0,
+                   include_operations: bool = False) -> dict[str, Any]:
     topic = broker.topics.topics.get(name)
     if topic is None:
         return {"error_code": error or 3, "name": name, "topic_id": uuid.UUID(int=0),
@@ -55,7 +61,8 @@ def topic_metadata(broker: Broker, name: str, error: int = 0) -> dict[str, Any]:
             }
             for index in range(len(topic.partitions))
         ],
-        "topic_authorized_operations": -2147483648,
+        "topic_authorized_operations": authorized_operations(TOPIC_OPERATIONS,
+                                                             include_operations),
     }
 
 
@@ -87,14 +94,18 @@ async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[st
                 broker.topics.create(name)
             except TopicError as exc:
                 error = exc.code
-        topics.append(topic_metadata(broker, name, error))
+        topics.append(topic_metadata(
+            broker, name, error,
+            bool(getattr(request, "include_topic_authorized_operations", False))))
     return {
         "throttle_time": 0,
         "brokers": [_broker_entry(broker)],
         "cluster_id": broker.topics.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": authorized_operations(
+            CLUSTER_OPERATIONS,
+            bool(getattr(request, "include_cluster_authorized_operations", False))),
     }
 
 
@@ -111,5 +122,7 @@ async def describe_cluster(broker: Broker, ctx: RequestContext, request: Any) ->
             {"broker_id": broker.node_id, "host": broker.advertised_host, "port": broker.port,
              "rack": None}
         ],
-        "cluster_authorized_operations": -2147483648,
+        "cluster_authorized_operations": authorized_operations(
+            CLUSTER_OPERATIONS,
+            bool(getattr(request, "include_cluster_authorized_operations", False))),
     }

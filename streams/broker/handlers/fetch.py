@@ -7,6 +7,8 @@ import contextlib
 from typing import TYPE_CHECKING, Any
 
 from ..protocol import ms
+from ..records import iter_batches
+from ..storage.timestamps import record_with_timestamp
 from ..topics import TopicError
 from . import handles
 
@@ -98,6 +100,18 @@ async def fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, 
     return {"throttle_time": 0, "error_code": 0, "session_id": 0, "responses": responses}
 
 
+def _max_timestamp_offset(log: PartitionLog, batch_offset: int, timestamp: int) -> int:
+    """The exact record: the time index knows only the batch that reached the maximum."""
+    if batch_offset < 0:
+        return batch_offset
+    segment = log.segment_for(batch_offset)
+    data = segment.read(batch_offset, 1) if segment is not None else b""
+    for pos, header in iter_batches(data):
+        if header.base_offset <= batch_offset <= header.last_offset:
+            return record_with_timestamp(data[pos : pos + header.size], timestamp)
+    return batch_offset
+
+
 @handles(2, 1, 7)
 async def list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     read_committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
@@ -119,7 +133,7 @@ async def list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> dic
                 entry["offset"] = log.log_start_offset
             elif p.timestamp == MAX_TIMESTAMP:
                 offset, ts = log.max_timestamp()
-                entry.update(offset=offset, timestamp=ts)
+                entry.update(offset=_max_timestamp_offset(log, offset, ts), timestamp=ts)
             else:
                 found = log.offset_for_timestamp(p.timestamp)
                 if found is not None:

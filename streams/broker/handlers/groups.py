@@ -1,5 +1,5 @@
 """Group APIs: FindCoordinator, Join/Sync/Heartbeat/LeaveGroup, OffsetCommit/OffsetFetch,
-DescribeGroups, ListGroups, DeleteGroups.
+OffsetDelete, DescribeGroups, ListGroups, DeleteGroups.
 
 Handlers only translate between wire versions and the coordinator (streams.broker.groups); all
 rules live there. Fields a version lacks are read with getattr and dropped on the way out.
@@ -15,6 +15,7 @@ from ..groups.coordinator import JoinRequest
 from ..groups.offsets_codec import NO_LEADER_EPOCH, OffsetAndMetadata
 from ..protocol import ms
 from . import handles
+from .authorized import GROUP_OPERATIONS, authorized_operations
 
 if TYPE_CHECKING:
     from ..protocol import RequestContext
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 GROUP_TYPE_CLASSIC = "classic"
 
 
@@ -217,6 +217,17 @@ async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dic
     }
 
 
+@handles(47, 0, 0)
+async def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    error, results = await broker.groups.delete_group_offsets(request.group_id, wanted)
+    by_topic: dict[str, list[dict[str, Any]]] = {}
+    for (topic, partition), code in results.items():
+        by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
+    return {"error_code": error, "throttle_time": 0,
+            "topics": [{"name": name, "partitions": parts} for name, parts in by_topic.items()]}
+
+
 # -- admin --------------------------------------------------------------------------------------
 
 
@@ -237,7 +248,8 @@ async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> 
                  "member_assignment": assignment}
                 for mid, iid, client_id, host, metadata, assignment in summary.members
             ],
-            "authorized_operations": AUTHORIZED_OPERATIONS_OMITTED,
+            "authorized_operations": authorized_operations(
+                GROUP_OPERATIONS, getattr(request, "include_authorized_operations", False)),
         })
     return {"throttle_time": 0, "groups": groups}
 
