@@ -2,6 +2,11 @@
 
 A store name covers one store instance per local task (one per partition); the view asks all of
 them, as Kafka's ``CompositeReadOnlyKeyValueStore`` does. Writes are not offered.
+
+Queries run on the caller's thread while the stream thread writes, so they go through
+``read_only_view`` (streams/state/readonly.py): they read the record cache and the store
+without ever flushing or writing either. Results are as fresh as the moment each store is read
+(like Kafka's, not a snapshot across tasks).
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from ..state.readonly import read_only_view
 
 if TYPE_CHECKING:
     from .app import KafkaStreams
@@ -28,7 +35,7 @@ class ReadOnlyStoreView:
         if not stores and self.app.state.value not in ("RUNNING", "REBALANCING"):
             raise InvalidStateStoreError(
                 f"store {self.name!r} is not available: the instance is {self.app.state.value}")
-        return stores
+        return [read_only_view(store) for store in stores]
 
     # key-value stores
     def get(self, key: Any) -> Any:

@@ -96,10 +96,12 @@ class StoreCache:
         entries, budget = self.entries, self.budget
         while budget.used > budget.max_bytes and entries:
             key_bytes = next(iter(entries))
-            entry = entries.pop(key_bytes)
-            budget.used -= entry.size
+            entry = entries[key_bytes]
             if entry.dirty:
-                self._emit(key_bytes, entry)
+                self._emit(key_bytes, entry, evict=True)
+            else:
+                del entries[key_bytes]
+                budget.used -= entry.size
 
     def flush(self) -> bool:
         """Write and forward every dirty entry (kept as clean entries); True if any."""
@@ -110,19 +112,26 @@ class StoreCache:
                 self._emit(key_bytes, entry)
         return True
 
-    def _emit(self, key_bytes: bytes, entry: CacheEntry) -> None:
-        entry.dirty = False
-        self.dirty -= 1
+    def _emit(self, key_bytes: bytes, entry: CacheEntry, evict: bool = False) -> None:
+        # Written to the store before it stops being dirty (or leaves the cache): a query on
+        # another thread reads the cache first, the store second, and so never misses it.
         old = self.read(key_bytes)
         self.write(key_bytes, entry.value, entry.timestamp)
+        entry.dirty = False
+        self.dirty -= 1
+        if evict:
+            del self.entries[key_bytes]
+            self.budget.used -= entry.size
         self.listener(entry.key, entry.value, None if old is None else old[0], entry.timestamp,
                       entry.context)
 
     def dirty_in_range(self, lo: bytes | None, hi: bytes | None,
                        reverse: bool) -> list[tuple[bytes, CacheEntry]]:
         """Dirty entries with lo <= key <= hi in key order (a snapshot: safe to iterate while
-        the stream thread writes, e.g. for interactive queries)."""
-        found = [(k, e) for k, e in list(self.entries.items()) if e.dirty
+        the stream thread writes, e.g. for interactive queries). ``dict.copy()`` is one C call
+        that allocates no tracked objects, so no GC (and no thread switch) runs inside it;
+        ``list(d.items())`` builds a tuple per entry and can be interrupted."""
+        found = [(k, e) for k, e in self.entries.copy().items() if e.dirty
                  and (lo is None or k >= lo) and (hi is None or k <= hi)]
         found.sort(key=lambda item: item[0], reverse=reverse)
         return found

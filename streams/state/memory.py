@@ -1,4 +1,9 @@
-"""In-memory bytes key-value store: a dict plus a lazily sorted key list for ranges."""
+"""In-memory bytes key-value store: a dict plus a lazily sorted key list for ranges.
+
+Only the owning stream thread writes, and only it maintains the sorted key list; other threads
+(interactive queries) read through ``get``, ``read_range`` and ``read_num_entries``, which
+never assign anything (a sort done by a reader could otherwise overwrite a newer list).
+"""
 
 from __future__ import annotations
 
@@ -34,7 +39,10 @@ class InMemoryBytesStore:
 
     def range(self, from_key: bytes | None, to_key: bytes | None,
               reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
-        keys = self._keys()
+        return self._scan(self._keys(), from_key, to_key, reverse)
+
+    def _scan(self, keys: list[bytes], from_key: bytes | None, to_key: bytes | None,
+              reverse: bool) -> Iterator[tuple[bytes, bytes]]:
         lo = 0 if from_key is None else bisect.bisect_left(keys, from_key)
         hi = len(keys) if to_key is None else bisect.bisect_right(keys, to_key)
         selected = keys[lo:hi]  # a snapshot: callers may write while iterating
@@ -45,6 +53,16 @@ class InMemoryBytesStore:
             value = data.get(key)
             if value is not None:
                 yield key, value
+
+    def read_range(self, from_key: bytes | None, to_key: bytes | None,
+                   reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """A scan for other threads: uses the sorted list if there is one, else sorts a copy."""
+        keys = self._sorted  # the owner may delete from it: bisect a private copy
+        keys = sorted(self._data) if keys is None else list(keys)  # C-level: atomic
+        return self._scan(keys, from_key, to_key, reverse)
+
+    def read_num_entries(self) -> int:
+        return len(self._data)
 
     def approximate_num_entries(self) -> int:
         return len(self._data)

@@ -2,6 +2,12 @@
 
 Writes go to a pending map and reach RocksDB in one WriteBatch at flush (commit time), so the
 hot path does no RocksDB call per record. Reads consult the pending map first.
+
+Only the stream thread that owns the store writes or flushes it. Other threads (interactive
+queries) use ``get``, ``read_range`` and ``read_num_entries``, which never write: they lay a
+copy of the pending map (one C-level ``dict`` copy, atomic under the GIL) over a RocksDB
+iterator (itself a consistent snapshot). A flush writes the batch before it clears the pending
+map, so a reader that copies the pending map first and opens the iterator second misses nothing.
 """
 
 from __future__ import annotations
@@ -11,6 +17,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import rocksdict
+
+_MISSING = object()
 
 
 class RocksDBBytesStore:
@@ -36,8 +44,9 @@ class RocksDBBytesStore:
         return self._db
 
     def get(self, key: bytes) -> bytes | None:
-        if key in self._pending:
-            return self._pending[key]
+        value = self._pending.get(key, _MISSING)  # one lookup: a flush may clear it meanwhile
+        if value is not _MISSING:
+            return value  # type: ignore[return-value]
         return self.db.get(key)
 
     def put(self, key: bytes, value: bytes | None) -> None:
@@ -45,8 +54,34 @@ class RocksDBBytesStore:
 
     def range(self, from_key: bytes | None, to_key: bytes | None,
               reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
-        self.flush()  # one ordered source to iterate
-        it = self.db.iter()
+        """The owner's scan: flushes first, so that RocksDB is the one ordered source."""
+        self.flush()
+        return self._scan(self.db, from_key, to_key, reverse)
+
+    def read_range(self, from_key: bytes | None, to_key: bytes | None,
+                   reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
+        """A scan for other threads: never flushes; pending writes are laid over RocksDB."""
+        pending = dict(self._pending)  # before the iterator: see the module docstring
+        db = self.db
+        stored = self._scan(db, from_key, to_key, reverse)
+        if not pending:
+            return stored
+        overlay = sorted(((k, v) for k, v in pending.items()
+                          if (from_key is None or k >= from_key)
+                          and (to_key is None or k <= to_key)), reverse=reverse)
+        return overlay_pending(stored, overlay, reverse)
+
+    def read_num_entries(self) -> int:
+        """``approximate_num_entries`` without flushing (for other threads)."""
+        estimate = int(self.db.property_int_value("rocksdb.estimate-num-keys") or 0)
+        if estimate < 100_000:
+            return sum(1 for _ in self.read_range(None, None))
+        return estimate + sum(1 for v in dict(self._pending).values() if v is not None)
+
+    @staticmethod
+    def _scan(db: rocksdict.Rdict, from_key: bytes | None, to_key: bytes | None,
+              reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+        it = db.iter()
         if reverse:
             if to_key is None:
                 it.seek_to_last()
@@ -104,3 +139,27 @@ class RocksDBBytesStore:
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._open()
+
+
+def overlay_pending(stored: Iterator[tuple[bytes, bytes]],
+                    overlay: list[tuple[bytes, bytes | None]],
+                    reverse: bool) -> Iterator[tuple[bytes, bytes]]:
+    """Merge a RocksDB scan with pending writes sorted the same way: a pending value wins on
+    equal keys, a pending delete (None) hides the stored item."""
+    pending = iter(overlay)
+    nxt = next(pending, None)
+    for key, raw in stored:
+        while nxt is not None and (nxt[0] > key if reverse else nxt[0] < key):
+            if nxt[1] is not None:
+                yield nxt  # type: ignore[misc]
+            nxt = next(pending, None)
+        if nxt is not None and nxt[0] == key:
+            if nxt[1] is not None:
+                yield nxt  # type: ignore[misc]
+            nxt = next(pending, None)
+            continue
+        yield key, raw
+    while nxt is not None:
+        if nxt[1] is not None:
+            yield nxt  # type: ignore[misc]
+        nxt = next(pending, None)
