@@ -26,15 +26,15 @@ HEARTBEAT_MS = 1_000
 def config(scenario: str, guarantee: str, bootstrap: str, state_dir: str, cache_bytes: int,
            commit_ms: int | None) -> dict[str, object]:
     """The instance's StreamsConfig keys (shared by every instance of one run)."""
-    if commit_ms is None:
-        commit_ms = 100 if guarantee == "exactly_once_v2" else 1_000
-    return {
+    config: dict[str, object] = {
         "application.id": f"faults-{scenario}", "bootstrap.servers": bootstrap,
-        "processing.guarantee": guarantee, "commit.interval.ms": commit_ms,
-        "state.dir": state_dir, "session.timeout.ms": SESSION_TIMEOUT_MS,
+        "processing.guarantee": guarantee, "state.dir": state_dir, "session.timeout.ms": SESSION_TIMEOUT_MS,
         "heartbeat.interval.ms": HEARTBEAT_MS, "max.poll.records": 100,
         "statestore.cache.max.bytes": cache_bytes,
     }
+    if commit_ms is not None:  # otherwise Kafka's defaults: 100 ms under EOS, 30 s under ALOS
+        config["commit.interval.ms"] = commit_ms
+    return config
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--cache-bytes", type=int, default=0)
     parser.add_argument("--commit-ms", type=int, default=None)
-    parser.add_argument("--record-delay-ms", type=float, default=2.0)
+    parser.add_argument("--record-delay-ms", type=float, default=3.0)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -45,10 +45,13 @@ class Comparison:
     wrong: list[tuple[Any, Any, Any]] = field(default_factory=list)  # key, expected, actual
     sequence_diffs: list[tuple[Any, int, int, str]] = field(default_factory=list)
     overcount: int = 0
+    # at_least_once: keys over-counted by more than a replay of uncommitted records allows
+    beyond_replay: list[tuple[Any, int, int]] = field(default_factory=list)  # key, excess, bound
 
     @property
     def differences(self) -> int:
-        return len(self.missing) + len(self.extra) + len(self.wrong) + len(self.sequence_diffs)
+        return (len(self.missing) + len(self.extra) + len(self.wrong)
+                + len(self.sequence_diffs) + len(self.beyond_replay))
 
     @property
     def ok(self) -> bool:
@@ -58,7 +61,9 @@ class Comparison:
         head = (f"{self.records_checked} output records for {self.expected_keys} expected keys: "
                 f"{len(self.missing)} missing, {len(self.extra)} extra, {len(self.wrong)} wrong "
                 f"values, {len(self.sequence_diffs)} keys with wrong update sequences, "
-                f"over-count {self.overcount}")
+                f"over-count {self.overcount}"
+                + (f", {len(self.beyond_replay)} keys over-counted beyond replayable records"
+                   if self.beyond_replay else ""))
         lines = [head]
         if self.missing:
             lines.append(f"  missing keys: {self.missing[:SHOW]}")
@@ -68,6 +73,9 @@ class Comparison:
             lines.append(f"  {key!r}: expected {exp!r}, got {act!r}")
         for key, n_exp, n_act, what in self.sequence_diffs[:SHOW]:
             lines.append(f"  {key!r}: {n_exp} updates expected, {n_act} seen: {what}")
+        for key, excess, bound in self.beyond_replay[:SHOW]:
+            lines.append(f"  {key!r}: over-counted by {excess}, but a replay of records not "
+                         f"yet committed can repeat at most {bound}")
         return "\n".join(lines)
 
 
@@ -82,7 +90,8 @@ def _first_difference(expected: list[Any], actual: list[Any]) -> str:
 
 
 def compare(scenario: Scenario, expected: list[KV], actual: list[KV], guarantee: str,
-            cache_on: bool) -> Comparison:
+            cache_on: bool, replay_bound: dict[Any, int] | None = None) -> Comparison:
+    """``replay_bound``: per key, the most records that replays after faults can repeat."""
     exactly_once = guarantee == "exactly_once_v2"
     want = finals(expected, scenario.tombstone_is_absent)
     got = finals(actual, scenario.tombstone_is_absent)
@@ -100,6 +109,8 @@ def compare(scenario: Scenario, expected: list[KV], actual: list[KV], guarantee:
             result.wrong.append((key, exp, act))
         else:
             result.overcount += excess
+            if replay_bound is not None and excess > replay_bound.get(key, 0):
+                result.beyond_replay.append((key, excess, replay_bound.get(key, 0)))
     if scenario.sequences and not cache_on:
         want_seq, got_seq = sequences(expected), sequences(actual)
         for key in sorted(want_seq, key=repr):

@@ -109,4 +109,4 @@ def _fault(rng: random.Random, kind: str, outage_s: float) -> Fault:
         hold = SESSION_TIMEOUT_MS / 1000 + rng.uniform(2.0, 4.0)
     elif kind == "broker_outage":
         hold = outage_s
-    return Fault(kind, rng.randrange(1000), rng.randint(50, 800), hold)
+    return Fault(kind, rng.randrange(1000), rng.randint(20, 400), hold)

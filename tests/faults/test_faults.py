@@ -15,30 +15,35 @@ import pytest
 from .faults import Schedule
 from .harness import run_scenario
 
-# (scenario, guarantee, faults, seed): every operator family, every fault kind at least once.
+# (scenario, guarantee, cache bytes, faults, seed): every operator family, every fault kind,
+# one fault per run so that a failure names its fault. at_least_once runs with the record
+# cache on (Kafka's default) as well as off.
 CI_RUNS = [
-    ("count", "exactly_once_v2", ["kill"], 101),
-    ("count", "at_least_once", ["kill"], 102),
-    ("join", "exactly_once_v2", ["pause"], 103),
-    ("suppress", "exactly_once_v2", ["broker_restart"], 104),
-    ("fk_join", "exactly_once_v2", ["scale_out"], 105),
-    ("session", "exactly_once_v2", ["broker_outage"], 106),
-    ("cogroup", "exactly_once_v2", ["kill"], 107),
-    ("global", "exactly_once_v2", ["scale_in"], 108),
+    ("count", "exactly_once_v2", 0, ["kill"], 101),
+    ("count", "exactly_once_v2", 0, ["broker_restart"], 109),
+    ("count", "at_least_once", 0, ["kill"], 102),
+    ("count", "at_least_once", 10 * 1024 * 1024, ["kill"], 110),
+    ("join", "exactly_once_v2", 0, ["pause"], 103),
+    ("suppress", "exactly_once_v2", 0, ["kill"], 104),
+    ("fk_join", "exactly_once_v2", 0, ["scale_out"], 105),
+    ("session", "exactly_once_v2", 0, ["broker_outage"], 106),
+    ("cogroup", "exactly_once_v2", 0, ["kill"], 107),
+    ("global", "exactly_once_v2", 0, ["scale_in"], 108),
 ]
 CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize(("scenario", "guarantee", "faults", "seed"), CI_RUNS,
-                         ids=[f"{s}-{g}-{'+'.join(f)}" for s, g, f, _ in CI_RUNS])
-def test_scenario_survives_fault(tmp_path: Path, scenario: str, guarantee: str,
+@pytest.mark.parametrize(("scenario", "guarantee", "cache", "faults", "seed"), CI_RUNS,
+                         ids=[f"{s}-{g}-cache{int(c > 0)}-{'+'.join(f)}"
+                              for s, g, c, f, _ in CI_RUNS])
+def test_scenario_survives_fault(tmp_path: Path, scenario: str, guarantee: str, cache: int,
                                  faults: list[str], seed: int) -> None:
     result = run_scenario(scenario, guarantee, Schedule.of(seed, faults, CI_OUTAGE_S),
-                          tmp_path)
+                          tmp_path, cache_bytes=cache)
     print(result.report())
     assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m tests.faults.soak "
                        f"--scenario {scenario} --guarantee {guarantee} --faults "
-                       f"{','.join(faults)} --cache 0 --seed {seed} --outage {CI_OUTAGE_S:.0f} "
+                       f"{','.join(faults)} --cache {cache} --seed {seed} --outage {CI_OUTAGE_S:.0f} "
                        f"--minutes 0")
