@@ -7,10 +7,11 @@ lines up with Kafka Streams' for the same program.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..processor.aggregate import TableSourceProcessor
-from ..serde import Serde
+from ..serde import Serde, resolve_serde
 from ..state.stores import StoreBuilder
 from ..topology.topology import TimestampExtractor, Topology
 from .materialized import Materialized
@@ -91,7 +92,19 @@ class StreamsBuilder:
         self.topology.add_state_store(store_builder)
         return self
 
-    def build(self) -> Topology:
+    def build(self, config: Mapping[str, Any] | Any | None = None) -> Topology:
+        """The topology, with each join's repartition topics writing their co-partners' key
+        bytes (topology/copartition.py).
+
+        Like Kafka's ``StreamsBuilder.build(Properties)``, ``config`` (a mapping or a
+        ``StreamsConfig``) is optional: given, a join whose key serde is still unknown fails
+        here unless it sets ``default.key.serde``; without it that check happens when
+        ``KafkaStreams`` or the ``TopologyTestDriver`` gets the topology and its config.
+        """
+        if config is None:
+            self.topology.align_key_serdes()
+        else:
+            self.topology.check_key_serdes(default_key_serde(config))
         return self.topology
 
     # -- helpers for DSL classes --------------------------------------------------------------
@@ -103,3 +116,10 @@ class StreamsBuilder:
         return StoreBuilder(name, kind, mat.key_serde or key_serde,
                             mat.value_serde or value_serde, mat.store_type,
                             logging=mat.logging, **extra)
+
+
+def default_key_serde(config: Mapping[str, Any] | Any) -> Serde[Any] | None:
+    """``default.key.serde`` of a mapping (dotted or snake_case key) or a ``StreamsConfig``."""
+    if not isinstance(config, Mapping):
+        return resolve_serde(getattr(config, "default_key_serde", None))
+    return resolve_serde(config.get("default.key.serde") or config.get("default_key_serde"))

@@ -18,6 +18,7 @@ from ..processor.stateless import PassThroughProcessor
 from ..serde import Serde
 from ..state.stores import StoreBuilder
 from ..windowing import SessionWindowedSerde, TimeWindowedSerde
+from .joins import copartition
 from .materialized import Materialized
 from .windows import SessionWindows, SlidingWindows, TimeWindows
 
@@ -92,7 +93,8 @@ class CogroupedKStream:
         key_serde = mat.key_serde or self.inputs[0][0].key_serde
         value_serde = mat.value_serde
         aggregators = []
-        for stream, aggregator in self.sources(store_name):
+        sources = self.sources(store_name)
+        for stream, aggregator in sources:
             name = builder.new_name("COGROUPKSTREAM-AGGREGATE")
             topology.add_processor(name, make_processor(store_name, aggregator), stream.node)
             aggregators.append(name)
@@ -106,6 +108,9 @@ class CogroupedKStream:
                 delays[name] = close_delay
         merge = builder.new_name("COGROUPKSTREAM-MERGE")
         topology.add_processor(merge, PassThroughProcessor, *aggregators)
+        # Kafka's CogroupedStreamAggregateBuilder: the inputs share one store per task, so
+        # their topics are co-partitioned (same partition counts and key bytes).
+        copartition(topology, *(stream.node for stream, _ in sources), operator=merge)
         table_serde = key_serde
         if table_key_serde is not None:
             table_serde = None if key_serde is None else table_key_serde(key_serde)

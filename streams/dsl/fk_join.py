@@ -123,7 +123,7 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     topology.add_sink(response_sink, response_topic, subscription_join, foreign_join,
                       key_serde=Serdes.bytes(), value_serde=response_serde,
                       partitioner=response_partitioner)
-    copartition(topology, registration_source, right_node)
+    copartition(topology, registration_source, right_node, operator=receive_name)
 
     # back on the left: resolve responses into the result table
     topology.add_source(response_source, response_topic, key_serde=Serdes.bytes(),
@@ -139,7 +139,7 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     if mat is not None and result_store is not None:
         topology.add_state_store(builder.store_builder(result_store, mat, key_serde, value_serde),
                                  result_name)
-    copartition(topology, response_source, left_node)
+    copartition(topology, response_source, left_node, operator=resolver)
     return KTable(builder, result_name, result_store, key_serde, value_serde)
 
 

@@ -59,12 +59,13 @@ def source_topics(topology: Topology, node: str) -> list[str]:
     return topics
 
 
-def copartition(topology: Topology, *nodes: str) -> None:
+def copartition(topology: Topology, *nodes: str, operator: str | None = None) -> None:
+    """Declare the topics feeding ``nodes`` co-partitioned for ``operator`` (named in errors)."""
     topics: list[str] = []
     for node in nodes:
         topics.extend(t for t in source_topics(topology, node) if t not in topics)
     if len(topics) > 1:
-        topology.copartition(*topics)
+        topology.copartition(*topics, operator=operator)
 
 
 def materialized_view(table: KTable) -> tuple[str, str]:
@@ -141,19 +142,27 @@ def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: boo
                        name: str | None = None, key_serde: Serde[Any] | None = None,
                        value_serde: Serde[Any] | None = None,
                        other_value_serde: Serde[Any] | None = None) -> KStream:
-    """Only the stream triggers; the table's store is read. Output ts = the stream record's."""
+    """Only the stream triggers; the table's store is read. Output ts = the stream record's.
+
+    A re-keyed stream is repartitioned with the join's ``key_serde``, else its own, else the
+    table's: the repartition topic must hold the table topic's key bytes so that the default
+    partitioner puts each record on the partition of its table row (see
+    topology/copartition.py for the ``default.key.serde`` fallback and the build-time error).
+    """
     from .kstream import KStream
 
     builder = stream.builder
     topology = builder.topology
     if stream.repartition_required:
-        stream = stream.repartition_for(name or stream.node, key_serde, value_serde)
+        stream = stream.repartition_for(name or stream.node,
+                                        key_serde or stream.key_serde or table.key_serde,
+                                        value_serde)
     table_node, store = materialized_view(table)
     join_name = name or builder.new_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
     topology.add_processor(join_name, lambda: StreamTableJoinProcessor(store, joiner, left),
                            stream.node)
     topology.connect_processor_and_state_stores(join_name, store)
-    copartition(topology, stream.node, table_node)
+    copartition(topology, stream.node, table_node, operator=join_name)
     return KStream(builder, join_name, key_serde or stream.key_serde, None, False)
 
 
@@ -183,17 +192,23 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
                         value_serde: Serde[Any] | None = None,
                         other_value_serde: Serde[Any] | None = None,
                         store_type: str = "rocksdb", logging: bool = True) -> KStream:
-    """Windowed join: each side buffers in a window store, either side triggers (§2.1)."""
+    """Windowed join: each side buffers in a window store, either side triggers (§2.1).
+
+    A re-keyed side is repartitioned with the join's ``key_serde``, else its own, else the
+    other side's, so that both topics hold the same key bytes (co-partitioning).
+    """
     from .kstream import KStream
 
     builder = stream.builder
     topology = builder.topology
     left, right = stream, other
     if left.repartition_required:
-        left = left.repartition_for(f"{name}-left" if name else left.node, key_serde,
+        left = left.repartition_for(f"{name}-left" if name else left.node,
+                                    key_serde or left.key_serde or right.key_serde,
                                     value_serde)
     if right.repartition_required:
-        right = right.repartition_for(f"{name}-right" if name else right.node, key_serde,
+        right = right.repartition_for(f"{name}-right" if name else right.node,
+                                      key_serde or right.key_serde or stream.key_serde,
                                       other_value_serde)
     left_outer, right_outer = kind in ("left", "outer"), kind == "outer"
     this_suffix = "-outer-this-join" if right_outer else "-this-join"
@@ -263,7 +278,7 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
                          logging=logging, timestamped=False),
             this_name, other_name)
     topology.add_processor(merge_name, PassThroughProcessor, this_name, other_name)
-    copartition(topology, left.node, right.node)
+    copartition(topology, left.node, right.node, operator=this_name)
     return KStream(builder, merge_name, key_serde, None, False)
 
 
@@ -320,5 +335,5 @@ def table_join(left: KTable, right: KTable, joiner: Joiner, kind: str,
     if mat is not None and store is not None:
         topology.add_state_store(builder.store_builder(store, mat, key_serde, value_serde),
                                  merge_name)
-    copartition(topology, left_node, right_node)
+    copartition(topology, left_node, right_node, operator=merge_name)
     return result

@@ -42,6 +42,7 @@ class KafkaStreams:
         self.topology = topology
         self.config = (config if isinstance(config, StreamsConfig)
                        else StreamsConfig.from_mapping(dict(config)))
+        topology.check_key_serdes(self.config.default_key_serde)  # joins' repartition keys
         self._state = State.CREATED
         self._state_lock = threading.Condition()
         self._listener: Callable[[State, State], None] | None = None

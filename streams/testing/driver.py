@@ -88,6 +88,7 @@ class TopologyTestDriver:
         self._own_state_dir = state_dir is None
         self.state_dir = Path(state_dir or tempfile.mkdtemp(prefix="streams-ttd-"))
         key_default = resolve_serde(config.get("default.key.serde"))
+        topology.check_key_serdes(key_default)  # a join's repartition key format, or fail
         value_default = resolve_serde(config.get("default.value.serde"))
         self.config = TaskConfig(
             application_id=self.application_id,

@@ -14,6 +14,7 @@ from typing import Any
 from ..processor.api import ProcessorSupplier
 from ..serde import Serde
 from ..state.stores import StoreBuilder
+from .copartition import CopartitionGroup, align_key_serdes, check_key_serdes
 
 TimestampExtractor = Callable[[Any, int], int]  # (consumer record, partition time) -> ts
 TopicNameExtractor = Callable[[Any, Any, Any], str]  # (key, value, record context) -> topic
@@ -89,7 +90,7 @@ class Topology:
         self.stores: dict[str, StoreBuilder] = {}
         self.global_stores: dict[str, GlobalStoreDef] = {}
         self.internal_topics: dict[str, InternalTopic] = {}
-        self.copartition_groups: list[set[str]] = []
+        self.copartition_groups: list[CopartitionGroup] = []
         self._topic_sources: dict[str, str] = {}
 
     # -- building -----------------------------------------------------------------------------
@@ -213,9 +214,24 @@ class Topology:
                            configs: dict[str, str] | None = None) -> None:
         self.internal_topics[name] = InternalTopic(name, kind, partitions, dict(configs or {}))
 
-    def copartition(self, *topics: str) -> None:
-        """Declare that these topics must have the same partition count (joins)."""
-        self.copartition_groups.append(set(topics))
+    def copartition(self, *topics: str, operator: str | None = None) -> None:
+        """Declare that ``operator`` (a join, a cogroup) reads these topics partition by
+        partition: they must have the same partition count and the same key bytes."""
+        self.copartition_groups.append(CopartitionGroup(topics, operator))
+
+    def align_key_serdes(self) -> None:
+        """Give join repartition topics with no key serde their co-partners' (if known)."""
+        align_key_serdes(self)
+
+    def check_key_serdes(self, default_key_serde: Serde[Any] | None = None) -> None:
+        """Before running: repartition topics of a join write their co-partners' key bytes.
+
+        Raises ``TopologyError`` naming the operator when a key serde is needed and neither
+        the operator, its co-partner topics nor ``default.key.serde`` provide one
+        (see copartition.py). Called by ``StreamsBuilder.build(config)``, ``KafkaStreams``
+        and the ``TopologyTestDriver``.
+        """
+        check_key_serdes(self, default_key_serde)
 
     # -- queries ------------------------------------------------------------------------------
 
