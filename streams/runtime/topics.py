@@ -121,15 +121,24 @@ def plan_layout(topology: Topology, app_id: str, existing: dict[str, int]) -> To
 
 def _copartition(topology: Topology, resolve: Any, counts: dict[str, int],
                  internal: dict[str, Any]) -> None:
+    """Kafka's CopartitionedTopicsEnforcer, per co-partition group (each join, each cogroup).
+
+    User topics and repartition topics with a fixed count must agree, else the app fails at
+    start with Kafka's message; the other repartition topics of the group are given that
+    count (or, with no user topic in the group, the largest among them).
+    """
     for group in topology.copartition_groups:
         topics = sorted(resolve(t) for t in group)
         fixed = {t: counts[t] for t in topics
                  if t in counts and (t not in internal or internal[t].partitions)}
         if len(set(fixed.values())) > 1:
             detail = ", ".join(f"{t}={n}" for t, n in sorted(fixed.items()))
+            operator = getattr(group, "operator", None) or "a join"
             raise CopartitionError(
-                f"topics {topics} must be co-partitioned (same number of partitions) but have "
-                f"{detail}; repartition one side or recreate the topics")
+                f"Following topics do not have the same number of partitions: [{{{detail}}}]. "
+                f"They are co-partitioned for {operator}, which reads partition p of each in "
+                "one task: create them with the same number of partitions, or repartition "
+                "one side (repartition(partitions=N)) before the join")
         target = next(iter(fixed.values()), None) or max(
             (counts.get(t, 0) for t in topics), default=0)
         for topic in topics:
