@@ -12,6 +12,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ..kafka_internals import wait_on_metadata
 from ..processor.global_task import GlobalStoreFeeder
 from ..processor.task import InboundRecord, TaskConfig
 from ..state.stores import StoreInitContext
@@ -39,7 +40,7 @@ class GlobalStores:
         await consumer.start()
         tps = []
         for topic in self.feeder.topics():
-            partitions = await consumer._client._wait_on_metadata(topic)  # noqa: SLF001
+            partitions = await wait_on_metadata(consumer, topic)
             tps.extend(TopicPartition(topic, p) for p in sorted(partitions))
         consumer.assign(tps)
         await consumer.seek_to_beginning(*tps)

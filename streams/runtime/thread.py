@@ -1,15 +1,13 @@
-"""The stream thread: one consumer, one producer, the tasks assigned to this instance.
+"""The stream thread: runs one client generation after another (see generation.py).
 
-Loop: ``getmany`` -> route records to tasks -> restore new tasks -> ``task.process()`` ->
-wall-clock punctuation -> hand produced batches to the producer -> commit every
-``commit.interval.ms``. Commit under at_least_once: flush stores, flush the producer, commit
-consumer offsets, write checkpoints. Under exactly_once_v2: flush stores, then
-``send_offsets_to_transaction`` + ``commit_transaction`` of the single transactional producer,
-finished in a background task while the loop keeps processing (its output is held in the
-collector until the transaction committed). Record caches are also flushed whenever the
-thread has caught up with its input, so deduplication never holds back the latest results.
-Fencing or a failed commit aborts, closes every task dirty and rejoins the group with fresh
-clients (``TaskMigrated``), so nothing uncommitted ever becomes visible twice.
+Loop: ``getmany`` -> route records to tasks -> move restored tasks to running (the state
+updater restores in the background) -> process in time slices -> wall-clock punctuation ->
+hand produced batches to the producer -> commit every ``commit.interval.ms`` (committer.py).
+Under at_least_once, caught-up record caches are flushed only by a commit, together with the
+offsets, so a crash never restores state that is ahead of the committed input. Under
+exactly_once_v2 the transaction commit runs in the background while the loop goes on
+processing. Fencing, a failed commit or a lost broker abort the open transaction, close the
+generation with all its tasks dirty and start a new one (``TaskMigrated``).
 """
 
 from __future__ import annotations
@@ -19,8 +17,8 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, ConsumerRebalanceListener, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import (
     CommitFailedError,
     IllegalGenerationError,
@@ -31,14 +29,23 @@ from aiokafka.errors import (
     UnknownMemberIdError,
 )
 
+from ..kafka_batching import RecordCollector
+from ..kafka_internals import (
+    FencedByGroupError,
+    fetch_position,
+    fetch_stable_offsets,
+    group_metadata,
+)
 from ..processor.api import TaskId
 from ..processor.errors import HandlerFailedError
 from ..processor.task import StreamTask
 from .assignor import MemberInfo, StreamsPartitionAssignor
-from .collector import RecordCollector
+from .committer import Committer, TaskMigrated
+from .generation import ClientGeneration, build_producer
 from .globals import GlobalStores
-from .restore import ChangelogState, Restorer, prepare_task, write_checkpoint
+from .state_updater import StateUpdater
 from .statedir import StateDirectory
+from .task_manager import TaskManager
 from .topics import TopicLayout, ensure_internal_topics
 
 if TYPE_CHECKING:
@@ -48,11 +55,13 @@ log = logging.getLogger(__name__)
 
 MIGRATION_ERRORS = (CommitFailedError, IllegalGenerationError, UnknownMemberIdError,
                     RebalanceInProgressError, ProducerFenced, InvalidProducerEpoch,
-                    InvalidTxnState)
+                    InvalidTxnState, FencedByGroupError)
 
+PROCESS_CHUNK = 100  # records per task between checks of the time slice
+PROCESS_SLICE_S = 0.1  # one iteration processes at most this long before polling again
+EARLY_COMMIT_MIN_S = 0.1  # at_least_once: caught-up commits at most this often
 
-class TaskMigrated(Exception):
-    """This instance lost its tasks (fenced, or the group moved on): rejoin with clean state."""
+__all__ = ["StreamThread", "TaskMigrated"]
 
 
 def wall_clock_ms() -> int:
@@ -73,32 +82,29 @@ class StreamThread:
             self.client_kwargs["client_id"] = self.config.client_id
         self.state_dir = StateDirectory(self.config.app_state_dir)
         self.lock = asyncio.Lock()
-        self.tasks: dict[TaskId, StreamTask] = {}
-        self.task_partitions: dict[TaskId, list[tuple[str, int]]] = {}
-        self.changelogs: dict[TaskId, ChangelogState] = {}
-        self.restoring: list[TaskId] = []
-        self.by_partition: dict[tuple[str, int], StreamTask] = {}
-        self.committed: dict[tuple[str, int], int] = {}
-        self.idle_since: dict[TaskId, float] = {}
         self.layout: TopicLayout | None = None
-        self.consumer: AIOKafkaConsumer | None = None
-        self.producer: AIOKafkaProducer | None = None
-        self.collector: RecordCollector | None = None
         self.admin: AIOKafkaAdminClient | None = None
         self.globals: GlobalStores | None = None
-        self.in_txn = False
-        self.pending_commit: asyncio.Task[None] | None = None  # EOS commit finishing
+        self.gen: ClientGeneration | None = None
+        self.generations = 0
         # Bumped when a rebalance starts and when it ends: records are processed only by the
         # assignment they were fetched for.
         self.assignment_version = 0
-        self.rebalancing = False
-        self.generation = -1
         self.shutting_down = False
-        self.last_commit = time.monotonic()
-        self.last_purge = time.monotonic()
-        self.to_purge: dict[tuple[str, int], int] = {}
         self.processed = 0
+        self.next_task = 0  # round-robin start of the time slices
         self.failure: BaseException | None = None  # raised in a rebalance callback
+
+    # read by KafkaStreams (queries, local task ids) and the CLI
+    @property
+    def tasks(self) -> dict[TaskId, StreamTask]:
+        gen = self.gen
+        return gen.tasks.tasks if gen is not None else {}
+
+    @property
+    def restoring(self) -> set[TaskId]:
+        gen = self.gen
+        return gen.tasks.restoring if gen is not None else set()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -126,20 +132,22 @@ class StreamThread:
                 await self.admin.close()
             self.state_dir.unlock()
 
-    def _new_clients(self) -> None:
-        assert self.layout is not None
-        producer_kwargs: dict[str, Any] = {"acks": "all",
-                                           "max_batch_size": self.config.max_batch_size}
-        if self.eos:
-            producer_kwargs.update(
-                transactional_id=f"{self.app_id}-{self.state_dir.process_id}-0",
-                enable_idempotence=True,
-                transaction_timeout_ms=self.config.transaction_timeout_ms)
-        self.producer = AIOKafkaProducer(**self.client_kwargs, **producer_kwargs)
-        self.collector = RecordCollector(self.producer, dict(self.layout.partitions),
-                                         self._begin_txn if self.eos else None)
-        assignor = StreamsPartitionAssignor(self.layout, self._member_info)
-        self.consumer = AIOKafkaConsumer(
+    def _new_generation(self) -> ClientGeneration:
+        layout = self.layout
+        assert layout is not None
+        self.generations += 1
+        producer = build_producer(
+            self.client_kwargs, self.eos, f"{self.app_id}-{self.state_dir.process_id}-0",
+            self.config.max_batch_size, self.config.transaction_timeout_ms)
+        holder: list[Committer] = []
+
+        async def begin_txn() -> None:
+            await holder[0].begin_txn()
+
+        collector = RecordCollector(producer, dict(layout.partitions),
+                                    begin_txn if self.eos else None)
+        assignor = StreamsPartitionAssignor(layout, self._member_info)
+        consumer = AIOKafkaConsumer(
             **self.client_kwargs, group_id=self.app_id, enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed" if self.eos else "read_uncommitted",
@@ -151,81 +159,99 @@ class StreamThread:
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             max_poll_interval_ms=self.config.max_poll_interval_ms,
             metadata_max_age_ms=self.config.metadata_max_age_ms)
+        updater = StateUpdater(self.client_kwargs, self.eos)
+        tasks = TaskManager(self.topology, layout, self.task_config, collector, updater,
+                            self.eos, self.globals.stores if self.globals else None,
+                            wall_clock_ms)
+        committer = Committer(self.app_id, self.eos, tasks, consumer, producer, collector,
+                              set(layout.repartition_topics),
+                              self.config.repartition_purge_interval_ms, self.admin)
+        holder.append(committer)
+        return ClientGeneration(self.generations, consumer, producer, collector, tasks,
+                                committer, updater)
 
     async def _run_generation(self, stop: asyncio.Event) -> None:
-        self._new_clients()
+        gen = self.gen = self._new_generation()
         self.failure = None
-        self.rebalancing = False
-        assert self.consumer is not None and self.producer is not None
-        await self.producer.start()
-        self.in_txn = False
         clean = False
         try:
+            await gen.producer.start()
             # Before start(): the first assignment may complete inside start(), and its
             # RUNNING must not be overwritten.
             self.app._set_state("REBALANCING")
-            self.consumer.subscribe(self.layout.source_topics(), listener=_Listener(self))
-            await self.consumer.start()
+            assert self.layout is not None
+            gen.consumer.subscribe(self.layout.source_topics(), listener=_Listener(self, gen))
+            await gen.consumer.start()
             while not stop.is_set():
-                batch, assignment = await self._poll()
-                if self.failure is not None:
-                    failure, self.failure = self.failure, None
-                    raise TaskMigrated(repr(failure)) from failure
+                batch, assignment = await self._poll(gen)
                 async with self.lock:
+                    # Checked under the lock: a rebalance callback may have failed while
+                    # the loop waited for it.
+                    self._raise_failure(gen)
                     if assignment != self.assignment_version:
                         # Taken from the fetcher during or before a rebalance that has run
                         # since: the consumer restarts from the committed offsets, which
                         # do not cover these records, so they come again.
                         batch = {}
-                    await self._iteration(batch)
+                    await self._iteration(gen, batch)
             async with self.lock:
-                self.shutting_down = True
-                await self._commit(force=True)
-                self._close_tasks(clean=True)
+                await gen.committer.commit(force=True)
+                gen.closed = True  # before close_all: no callback may create tasks now
+                gen.tasks.close_all(clean=True)
             clean = True
         except MIGRATION_ERRORS as exc:
-            await self._abandon(exc)
+            await self._abandon(gen, exc)
             raise TaskMigrated(repr(exc)) from exc
         except TaskMigrated:
-            await self._abandon(None)
+            await self._abandon(gen, None)
             raise
         except HandlerFailedError:
-            await self._deliver_before_failing()
-            await self._abandon(None)
+            await self._deliver_before_failing(gen)
+            await self._abandon(gen, None)
             raise
         except BaseException:
-            await self._abandon(None)
+            await self._abandon(gen, None)
             raise
         finally:
-            await self._stop_clients(leave=clean)
+            await gen.close(leave=clean)
 
-    async def _poll(self) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+    def _raise_failure(self, gen: ClientGeneration) -> None:
+        if self.failure is not None:
+            failure, self.failure = self.failure, None
+            raise TaskMigrated(repr(failure)) from failure
+        if gen.updater.failure is not None:
+            raise TaskMigrated(f"restoring failed: {gen.updater.failure!r}")
+
+    async def _poll(self, gen: ClientGeneration
+                    ) -> tuple[dict[TopicPartition, list[Any]], int | None]:
         """The next records and the assignment they belong to (None: taken mid-rebalance)."""
-        assert self.collector is not None
-        if self.pending_commit is not None and not self._has_work():
-            batch, assignment = await self._fetch_while_committing()
+        committer = gen.committer
+        if committer.pending is not None and not self._has_work(gen):
+            batch, assignment = await self._fetch_while_committing(gen)
             if batch:
                 return batch, assignment
-            if self.pending_commit is not None and self.pending_commit.done():
+            if committer.pending_done():
                 async with self.lock:
-                    await self._await_commit()
-        busy = self._has_work() or self.collector.pending()
-        return await self._getmany(0 if busy else self.config.poll_ms)
+                    await committer.await_pending()
+        busy = self._has_work(gen) or gen.collector.pending()
+        return await self._getmany(gen, 0 if busy else self.config.poll_ms)
 
-    async def _getmany(self, timeout_ms: int) -> tuple[dict[TopicPartition, list[Any]], int | None]:
-        assert self.consumer is not None
-        batch = await self.consumer.getmany(timeout_ms=timeout_ms)
+    async def _getmany(self, gen: ClientGeneration, timeout_ms: int
+                       ) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+        batch = await gen.consumer.getmany(timeout_ms=timeout_ms)
         # Read in the same step as the fetcher handed the records over.
-        return batch, None if self.rebalancing else self.assignment_version
+        return batch, None if gen.rebalancing else self.assignment_version
 
-    async def _fetch_while_committing(self) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+    async def _fetch_while_committing(self, gen: ClientGeneration
+                                      ) -> tuple[dict[TopicPartition, list[Any]], int | None]:
         """Nothing buffered while the EOS commit is in flight: wait for whichever comes first,
         new records (processed while the commit goes on) or the commit (so its held output
         is sent at once rather than after a poll timeout)."""
-        assert self.pending_commit is not None
-        fetch = asyncio.ensure_future(self._getmany(self.config.poll_ms))
+        pending = gen.committer.pending
+        assert pending is not None
+        fetch = asyncio.ensure_future(self._getmany(gen, self.config.poll_ms))
         try:
-            await asyncio.wait({fetch, self.pending_commit}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({fetch, pending}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             if not fetch.done():
                 fetch.cancel()
@@ -236,110 +262,113 @@ class StreamThread:
                 raise  # we are being cancelled, not just the fetch
             return {}, None
 
-    async def _deliver_before_failing(self) -> None:
+    async def _deliver_before_failing(self, gen: ClientGeneration) -> None:
         """An exception handler said FAIL: under at_least_once, deliver what was produced so
         far (as Kafka's producer close does) so a dead-letter record written just before
         the failure is not lost; its input offset stays uncommitted. Under EOS the open
         transaction is aborted instead, dead letters included."""
-        if self.eos or self.collector is None or self.producer is None:
+        if self.eos:
             return
         try:
-            await asyncio.wait_for(self.collector.flush(), 10)
-            await asyncio.wait_for(self.producer.flush(), 10)
+            await asyncio.wait_for(gen.collector.flush(), 10)
+            await asyncio.wait_for(gen.producer.flush(), 10)
         except Exception as exc:
             log.warning("could not deliver pending records before failing: %r", exc)
 
-    async def _abandon(self, exc: BaseException | None) -> None:
+    async def _abandon(self, gen: ClientGeneration, exc: BaseException | None) -> None:
         """Abort the open transaction, drop unsent output, close every task dirty."""
-        self.shutting_down = True
-        pending, self.pending_commit = self.pending_commit, None
-        if pending is not None:
-            try:
-                await pending
-            except BaseException as commit_exc:  # already failing; the abort below decides
-                log.info("the commit in flight failed too: %r", commit_exc)
-        if self.collector is not None:
-            self.collector.discard()
-        if self.eos and self.in_txn and self.producer is not None:
-            try:
-                await self.producer.abort_transaction()
-            except Exception as abort_exc:  # fenced producers cannot abort; the broker will
-                log.info("abort after %r failed: %r", exc, abort_exc)
-        self.in_txn = False
-        self._close_tasks(clean=False)
-        self.shutting_down = False
-
-    async def _stop_clients(self, leave: bool) -> None:
-        for client in (self.consumer, self.producer):
-            if client is None:
-                continue
-            try:
-                await client.stop()
-            except Exception as exc:
-                log.debug("stopping %s failed: %r", type(client).__name__, exc)
-        self.consumer = None
-        self.producer = None
-        self.shutting_down = False
+        gen.closed = True
+        await gen.committer.abort(exc)
+        gen.tasks.close_all(clean=False)
 
     # -- one loop iteration -------------------------------------------------------------------
 
-    async def _iteration(self, batch: dict[TopicPartition, list[Any]]) -> None:
-        by_partition = self.by_partition
+    async def _iteration(self, gen: ClientGeneration,
+                         batch: dict[TopicPartition, list[Any]]) -> None:
+        tasks = gen.tasks
+        by_partition = tasks.by_partition
         for tp, records in batch.items():
             task = by_partition.get((tp.topic, tp.partition))
-            if task is None:
-                continue
-            task.add_batch(tp.topic, tp.partition, records)  # ConsumerRecords, uncopied
-        if self.restoring:
-            await self._restore()
+            if task is not None:
+                task.add_batch(tp.topic, tp.partition, records)  # ConsumerRecords, uncopied
+        if tasks.restoring and tasks.mark_restored() and not tasks.restoring:
+            self.app._set_state("RUNNING")
         if self.globals is not None:
             await self.globals.poll()
         now = time.monotonic()
-        for task_id, task in self.tasks.items():
-            if task_id in self.restoring:
-                continue
-            limit = self._processable(task_id, task, now)
-            if limit != 0:
-                self.processed += task.process(limit)
+        self._process_slice(gen, now)
+        for _task_id, task in tasks.running():
             task.punctuate_wall_clock()
-        if self.task_config.cache is not None and self._caught_up():
-            for task_id, task in self.tasks.items():
-                if task_id not in self.restoring:
+        committer = gen.committer
+        if self.task_config.cache is not None and committer.dirty and self._caught_up(gen):
+            if self.eos:  # into the open transaction, committed with the offsets
+                for _task_id, task in tasks.running():
                     task.flush_caches()
-        assert self.collector is not None
-        if self.pending_commit is not None and self.pending_commit.done():
-            await self._await_commit()
-        if self.pending_commit is None:  # else: output waits for the next transaction
-            await self.collector.flush()
-            if (now - self.last_commit) * 1000 >= self.config.effective_commit_interval_ms \
-                    or any(t.commit_requested for t in self.tasks.values()):
-                await self._commit(background=self.eos)
-        self._apply_backpressure()
+            elif time.monotonic() - committer.last_commit >= EARLY_COMMIT_MIN_S:
+                await committer.commit()  # caches flush only together with the offsets
+        if committer.pending_done():
+            await committer.await_pending()
+        if committer.pending is None:  # else: output waits for the next transaction
+            await gen.collector.flush()
+            if (now - committer.last_commit) * 1000 >= self.config.effective_commit_interval_ms \
+                    or any(t.commit_requested for _, t in tasks.running()):
+                await committer.commit(background=self.eos)
+        self._apply_backpressure(gen)
 
-    def _has_work(self) -> bool:
+    def _process_slice(self, gen: ClientGeneration, now: float) -> None:
+        """Process buffered records for at most PROCESS_SLICE_S, round-robin over the tasks,
+        so heartbeats, fetches and commits are never starved by a long backlog."""
+        running = list(gen.tasks.running())
+        if not running:
+            return
+        deadline = now + PROCESS_SLICE_S
+        start = self.next_task % len(running)
+        order = running[start:] + running[:start]
+        for index, (task_id, task) in enumerate(order):
+            limit = self._processable(gen, task_id, task, now)
+            if limit == 0:
+                continue
+            done = 0
+            while limit is None or done < limit:
+                chunk = PROCESS_CHUNK if limit is None else min(PROCESS_CHUNK, limit - done)
+                count = task.process(chunk)
+                done += count
+                if count < chunk or time.monotonic() >= deadline:
+                    break
+            self.processed += done
+            if done:
+                gen.committer.dirty = True
+            if time.monotonic() >= deadline:
+                self.next_task = start + index + 1
+                return
+        self.next_task = start + 1
+
+    def _has_work(self, gen: ClientGeneration) -> bool:
         now = time.monotonic()
-        return any(t.buffered() and task_id not in self.restoring
-                   and self._processable(task_id, t, now) != 0
-                   for task_id, t in self.tasks.items())
+        return any(t.buffered() and self._processable(gen, task_id, t, now) != 0
+                   for task_id, t in gen.tasks.running())
 
-    def _caught_up(self) -> bool:
+    def _caught_up(self, gen: ClientGeneration) -> bool:
         """Nothing buffered and nothing more on the broker: the record caches have nothing
         left to deduplicate, so holding their changes until the commit would only add
         latency (under at_least_once the commit may be 30 s away)."""
-        if any(t.buffered() for t in self.tasks.values()):
+        tasks = gen.tasks
+        if any(t.buffered() for t in tasks.tasks.values()):
             return False
-        return not any(self._lagging(tp) for parts in self.task_partitions.values()
+        return not any(self._lagging(gen, tp) for parts in tasks.partitions.values()
                        for tp in parts)
 
-    def _processable(self, task_id: TaskId, task: StreamTask, now: float) -> int | None:
+    def _processable(self, gen: ClientGeneration, task_id: TaskId, task: StreamTask,
+                     now: float) -> int | None:
         """How many records may be processed now: None = all buffered, 0 = wait (idling)."""
-        parts = self.task_partitions[task_id]
+        parts = gen.tasks.partitions[task_id]
         if len(parts) == 1:
             return None
         queues = task.queues
         sizes = [len(queues[tp]) if tp in queues else 0 for tp in parts]
+        idle_since = gen.tasks.idle_since
         if all(sizes):
-            self.idle_since.pop(task_id, None)
+            idle_since.pop(task_id, None)
             return min(sizes)
         if not any(sizes):
             return 0
@@ -347,29 +376,27 @@ class StreamThread:
         if idle < 0:
             return None
         for tp, size in zip(parts, sizes, strict=True):
-            if size == 0 and self._lagging(tp):
+            if size == 0 and self._lagging(gen, tp):
                 return 0  # the broker has data for the empty partition: wait for the fetch
         if idle > 0:
-            since = self.idle_since.setdefault(task_id, now)
+            since = idle_since.setdefault(task_id, now)
             if (now - since) * 1000 < idle:
                 return 0
         return None
 
-    def _lagging(self, tp: tuple[str, int]) -> bool:
-        consumer = self.consumer
-        assert consumer is not None
+    def _lagging(self, gen: ClientGeneration, tp: tuple[str, int]) -> bool:
+        consumer = gen.consumer
         key = TopicPartition(*tp)
         end = consumer.last_stable_offset(key) if self.eos else consumer.highwater(key)
-        position = _position(consumer, key)
+        position = fetch_position(consumer, key)
         return end is None or position is None or position < end
 
-    def _apply_backpressure(self) -> None:
-        consumer = self.consumer
-        assert consumer is not None
+    def _apply_backpressure(self, gen: ClientGeneration) -> None:
+        consumer = gen.consumer
         limit = self.config.buffered_records_per_partition
         paused = consumer.paused()
         to_pause, to_resume = [], []
-        for task in self.tasks.values():
+        for task in gen.tasks.tasks.values():
             for (topic, partition), queue in task.queues.items():
                 tp = TopicPartition(topic, partition)
                 if len(queue) >= limit:
@@ -382,216 +409,82 @@ class StreamThread:
         if to_resume:
             consumer.resume(*to_resume)
 
-    # -- commit -------------------------------------------------------------------------------
-
-    async def _begin_txn(self) -> None:
-        if not self.in_txn:
-            assert self.producer is not None
-            await self.producer.begin_transaction()
-            self.in_txn = True
-
-    async def _await_commit(self) -> None:
-        """Wait for the EOS commit in flight (raising what it raised)."""
-        pending, self.pending_commit = self.pending_commit, None
-        if pending is not None:
-            await pending
-
-    async def _commit(self, force: bool = False, background: bool = False) -> None:
-        """Kafka's commit: stores, then output, then input offsets (atomically under EOS).
-
-        With ``background`` (EOS, from the loop) the transaction is committed in a task while
-        the loop goes on processing: what it produces meanwhile stays in the collector, and
-        is handed to the producer, in the next transaction, only once this one committed."""
-        await self._await_commit()
-        collector, producer, consumer = self.collector, self.producer, self.consumer
-        assert collector is not None and producer is not None and consumer is not None
-        offsets: dict[TopicPartition, int] = {}
-        for task_id, task in self.tasks.items():
-            if task_id in self.restoring:
-                continue
-            task.flush()
-            for tp, offset in task.consumed.items():
-                if offset > self.committed.get(tp, -1):
-                    offsets[TopicPartition(*tp)] = offset
-        await collector.flush()
-        if self.eos:
-            if self.in_txn or offsets:
-                if consumer._coordinator.generation != self.generation:  # noqa: SLF001
-                    raise TaskMigrated("the group generation changed before the commit")
-                await self._begin_txn()
-                self.last_commit = time.monotonic()
-                finish = self._finish_txn(offsets, force)
-                if background:
-                    self.pending_commit = asyncio.ensure_future(finish)
-                else:
-                    await finish
-                return
-        else:
-            await producer.flush()
-            await collector.wait_delivered()
-            if offsets:
-                await consumer.commit(offsets)
-            self._write_checkpoints()
-        await self._committed(offsets, force)
-
-    async def _finish_txn(self, offsets: dict[TopicPartition, int], force: bool) -> None:
-        producer, collector = self.producer, self.collector
-        assert producer is not None and collector is not None
-        if offsets:
-            await producer.send_offsets_to_transaction(offsets, self.app_id)
-        await producer.commit_transaction()
-        self.in_txn = False
-        await collector.wait_delivered()
-        await self._committed(offsets, force)
-
-    async def _committed(self, offsets: dict[TopicPartition, int], force: bool) -> None:
-        for tp, offset in offsets.items():
-            self.committed[(tp.topic, tp.partition)] = offset
-            if tp.topic in self.layout.repartition_topics:  # type: ignore[union-attr]
-                self.to_purge[(tp.topic, tp.partition)] = offset
-        self.last_commit = time.monotonic()
-        if offsets and not force:
-            await self._maybe_purge()
-
-    def _checkpoint_offsets(self, task_id: TaskId) -> dict[tuple[str, int], int]:
-        state = self.changelogs.get(task_id)
-        if state is None:
-            return {}
-        produced = self.collector.offsets if self.collector is not None else {}
-        result = {}
-        for tp in state.stores:
-            offset = max(produced.get(tp, -1), state.restored.get(tp, -1))
-            if offset >= 0:
-                result[tp] = offset
-        return result
-
-    def _write_checkpoints(self) -> None:
-        for task_id, task in self.tasks.items():
-            if task_id not in self.restoring and self.changelogs.get(task_id):
-                write_checkpoint(task.task_dir, self._checkpoint_offsets(task_id))
-
-    async def _maybe_purge(self) -> None:
-        """DeleteRecords below the committed offsets of consumed repartition partitions."""
-        now = time.monotonic()
-        if not self.to_purge or (now - self.last_purge) * 1000 < \
-                self.config.repartition_purge_interval_ms:
-            return
-        self.last_purge = now
-        request = {TopicPartition(*tp): RecordsToDelete(o) for tp, o in self.to_purge.items()}
-        self.to_purge = {}
-        try:
-            assert self.admin is not None
-            await self.admin.delete_records(request)
-        except Exception as exc:  # purging is an optimisation; never fail processing for it
-            log.warning("purging repartition topics failed: %r", exc)
-
-    # -- tasks --------------------------------------------------------------------------------
+    # -- rebalances ---------------------------------------------------------------------------
 
     def _member_info(self) -> MemberInfo:
         return MemberInfo(self.state_dir.process_id, set(self.tasks),
                           self.state_dir.task_ids_on_disk())
 
-    def _create_task(self, task_id: TaskId) -> None:
-        assert self.layout is not None and self.collector is not None
-        sub = self.layout.sub_topologies[task_id.subtopology]
-        task = StreamTask(task_id, self.topology, sub, self.task_config, self.collector,
-                          wall_clock_ms, self.globals.stores if self.globals else None)
-        parts = [(t, task_id.partition) for t in self.layout.sources[sub.id]
-                 if task_id.partition < self.layout.partitions[t]]
-        self.tasks[task_id] = task
-        self.task_partitions[task_id] = parts
-        for tp in parts:
-            self.by_partition[tp] = task
-        self.changelogs[task_id] = prepare_task(task, self.topology, self.eos)
-        if self.changelogs[task_id].stores:
-            self.restoring.append(task_id)
-
-    def _close_task(self, task_id: TaskId, clean: bool) -> None:
-        task = self.tasks.pop(task_id)
-        for tp in self.task_partitions.pop(task_id):
-            self.by_partition.pop(tp, None)
-            self.committed.pop(tp, None)
-        restoring = task_id in self.restoring
-        if restoring:
-            self.restoring.remove(task_id)
-        if clean and not restoring:
-            task.flush()
-            if self.changelogs.get(task_id) and self.changelogs[task_id].stores:
-                write_checkpoint(task.task_dir, self._checkpoint_offsets(task_id))
-        self.changelogs.pop(task_id, None)
-        self.idle_since.pop(task_id, None)
-        try:
-            task.close()
-        except Exception:
-            log.exception("closing task %s failed", task_id)
-
-    def _close_tasks(self, clean: bool) -> None:
-        for task_id in list(self.tasks):
-            self._close_task(task_id, clean)
-
-    async def _restore(self) -> None:
-        restorer = Restorer(self.client_kwargs, self.eos)
-        ids = list(self.restoring)
-        await restorer.restore([(str(t), self.changelogs[t]) for t in ids])
-        self.restoring = [t for t in self.restoring if t not in ids]
-        if not self.restoring:
-            self.app._set_state("RUNNING")
-
-    async def on_revoked(self, revoked: list[TopicPartition]) -> None:
+    async def on_revoked(self, gen: ClientGeneration, revoked: list[TopicPartition]) -> None:
         self.assignment_version += 1
-        self.rebalancing = True
-        if self.shutting_down or self.consumer is None or self.failure is not None:
+        gen.rebalancing = True
+        if gen.closed or self.failure is not None:
             return
         async with self.lock:
+            if gen.closed:
+                return
             self.app._set_state("REBALANCING")
-            if self.tasks:
+            if gen.tasks.tasks:
                 try:
-                    await self._commit(force=True)
+                    await gen.committer.commit(force=True)
                 except Exception as exc:  # aiokafka swallows listener errors: hand it over
                     log.warning("commit before the rebalance failed: %r", exc)
                     self.failure = exc
                     return
-            for task in self.tasks.values():
+            for task in gen.tasks.tasks.values():
                 task.queues.clear()  # refetched from the committed offsets after the rebalance
-            self.idle_since.clear()
+            gen.tasks.idle_since.clear()
 
-    async def on_assigned(self, assigned: list[TopicPartition]) -> None:
+    async def on_assigned(self, gen: ClientGeneration, assigned: list[TopicPartition]) -> None:
         self.assignment_version += 1
-        self.rebalancing = False
-        if self.shutting_down or self.consumer is None or self.failure is not None:
+        if gen.closed or self.failure is not None:
             return
         assert self.layout is not None
         async with self.lock:
-            self.generation = self.consumer._coordinator.generation  # noqa: SLF001
+            if gen.closed:
+                return
+            gen.committer.group = group_metadata(gen.consumer, self.app_id)
+            tasks = gen.tasks
             wanted = {TaskId(self.layout.topic_to_sub[tp.topic], tp.partition) for tp in assigned}
-            for task_id in [t for t in self.tasks if t not in wanted]:
-                self._close_task(task_id, clean=True)
-            for task_id in sorted(wanted - set(self.tasks)):
-                self._create_task(task_id)
+            for task_id in [t for t in tasks.tasks if t not in wanted]:
+                tasks.close(task_id, clean=True)
+            for task_id in sorted(wanted - set(tasks.tasks)):
+                tasks.create(task_id)
+            if self.eos:
+                try:
+                    await self._seek_to_stable_offsets(gen, assigned)
+                except Exception as exc:
+                    log.warning("fetching the committed offsets failed: %r", exc)
+                    self.failure = exc
+                    return
             log.info("assigned tasks %s (restoring %s)", ", ".join(map(str, sorted(wanted))),
-                     ", ".join(map(str, self.restoring)) or "none")
-            if not self.restoring:
+                     ", ".join(map(str, sorted(tasks.restoring))) or "none")
+            if not tasks.restoring:
                 self.app._set_state("RUNNING")
+        self.assignment_version += 1
+        gen.rebalancing = False
 
-
-def _position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
-    """The consumer's fetch position without an await (aiokafka keeps it in its state)."""
-    try:
-        state = consumer._subscription.subscription.assignment.state_value(tp)  # noqa: SLF001
-    except AttributeError:
-        return None
-    if state is None or not state.has_valid_position:
-        return None
-    return state.position
+    async def _seek_to_stable_offsets(self, gen: ClientGeneration,
+                                      assigned: list[TopicPartition]) -> None:
+        """Start from offsets no open transaction is about to replace (KIP-447): a zombie's
+        transaction that already holds offsets for these partitions is waited for, so its
+        commit (or abort) decides where this instance starts, never both."""
+        offsets = await fetch_stable_offsets(
+            gen.consumer, self.app_id, assigned,
+            timeout_s=2 * self.config.transaction_timeout_ms / 1000 + 30)
+        if gen.closed:
+            return
+        for tp, offset in offsets.items():
+            gen.consumer.seek(tp, offset)
 
 
 class _Listener(ConsumerRebalanceListener):
-    def __init__(self, thread: StreamThread) -> None:
+    def __init__(self, thread: StreamThread, gen: ClientGeneration) -> None:
         self.thread = thread
+        self.gen = gen
 
     async def on_partitions_revoked(self, revoked: Any) -> None:
-        await self.thread.on_revoked(list(revoked))
+        await self.thread.on_revoked(self.gen, list(revoked))
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
-        await self.thread.on_assigned(list(assigned))
-
+        await self.thread.on_assigned(self.gen, list(assigned))

@@ -1,0 +1,347 @@
+"""Every use of aiokafka's private internals, in one module (written against aiokafka 0.14.0,
+which pyproject pins; ``tests/unit/test_kafka_internals.py`` checks the contract).
+
+aiokafka has no public API for a few things a Kafka Streams runtime needs:
+- the consumer's group metadata (generation, member id), which KIP-447 fencing sends with
+  every transactional offset commit (Kafka's ``KafkaConsumer.groupMetadata()``);
+- TxnOffsetCommit v3+, which carries that metadata (aiokafka only sends v0, which the group
+  coordinator cannot check);
+- OffsetFetch with ``require_stable`` (v7+, KIP-447), which a read_committed consumer sends so
+  it never starts from offsets that an open transaction is about to replace;
+- a partition's fetch position without an await, and the client behind a consumer.
+Everything else uses aiokafka's public API.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+import time
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import errors as Errors
+from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
+from aiokafka.producer.sender import TxnOffsetCommitHandler
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.types import (
+    Boolean,
+    CompactArray,
+    CompactString,
+    Int16,
+    Int32,
+    Int64,
+    Schema,
+    TaggedFields,
+)
+
+log = logging.getLogger(__name__)
+
+# Kafka's error codes for a member the group no longer knows (protocol guide, "Error Codes").
+ILLEGAL_GENERATION = 22
+UNKNOWN_MEMBER_ID = 25
+FENCED_INSTANCE_ID = 82
+UNSTABLE_OFFSET_COMMIT = 88
+
+
+class FencedByGroupError(Errors.KafkaError):
+    """The group coordinator refused a transactional offset commit from an old generation or a
+    removed member (KIP-447): this instance is a zombie and must abort and rejoin."""
+
+    retriable = False
+
+
+class UnstableOffsetCommitError(Errors.KafkaError):
+    """A transaction holding offsets for the partition is still open (KIP-447): ask again."""
+
+    retriable = True
+
+
+@dataclass(frozen=True)
+class GroupMetadata:
+    """Kafka's ``ConsumerGroupMetadata``: what the group coordinator checks a commit against."""
+
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+
+
+def group_metadata(consumer: AIOKafkaConsumer, group_id: str) -> GroupMetadata:
+    """The consumer's current generation and member id (-1 and "" before it joined)."""
+    coordinator = consumer._coordinator  # noqa: SLF001
+    if coordinator is None:
+        return GroupMetadata(group_id, -1, "")
+    return GroupMetadata(group_id, coordinator.generation, coordinator.member_id or "")
+
+
+def fetch_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None:
+    """The consumer's fetch position without an await (aiokafka keeps it in its state)."""
+    try:
+        state = consumer._subscription.subscription.assignment.state_value(tp)  # noqa: SLF001
+    except AttributeError:
+        return None
+    if state is None or not state.has_valid_position:
+        return None
+    return state.position
+
+
+def client_of(client: AIOKafkaConsumer | AIOKafkaProducer) -> AIOKafkaClient:
+    """The network client behind a consumer or producer (metadata, raw requests)."""
+    return client._client  # noqa: SLF001
+
+
+def request_rejoin(consumer: Any) -> None:
+    """Make a group member rejoin at its next poll (Kafka's ``enforceRebalance``)."""
+    consumer._coordinator.request_rejoin()  # noqa: SLF001
+
+
+async def wait_on_metadata(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
+    """The partitions of ``topic``, waiting for its metadata (auto-created topics appear late)."""
+    return await client_of(consumer)._wait_on_metadata(topic)  # noqa: SLF001
+
+
+# -- TxnOffsetCommit v3 (KIP-447) ---------------------------------------------------------------
+
+class _TxnOffsetCommitResponseV3(Response):
+    API_KEY = 28
+    API_VERSION = 3
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("topics", CompactArray(
+            ("name", CompactString("utf-8")),
+            ("partitions", CompactArray(
+                ("partition_index", Int32),
+                ("error_code", Int16),
+                ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class _TxnOffsetCommitRequestV3(RequestStruct):
+    FLEXIBLE_VERSION = True
+    API_KEY = 28
+    API_VERSION = 3
+    RESPONSE_TYPE = _TxnOffsetCommitResponseV3
+    SCHEMA = Schema(
+        ("transactional_id", CompactString("utf-8")),
+        ("group_id", CompactString("utf-8")),
+        ("producer_id", Int64),
+        ("producer_epoch", Int16),
+        ("generation_id", Int32),
+        ("member_id", CompactString("utf-8")),
+        ("group_instance_id", CompactString("utf-8")),
+        ("topics", CompactArray(
+            ("name", CompactString("utf-8")),
+            ("partitions", CompactArray(
+                ("partition_index", Int32),
+                ("committed_offset", Int64),
+                ("committed_leader_epoch", Int32),
+                ("committed_metadata", CompactString("utf-8")),
+                ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class _TxnOffsetCommitV3(Request[_TxnOffsetCommitRequestV3]):
+    """Only v3: a broker without it cannot fence zombies, and we refuse to pretend."""
+
+    API_KEY = 28
+
+    def __init__(self, fields: tuple[Any, ...]) -> None:
+        self._fields = fields
+
+    def build(self, request_struct_class: type[_TxnOffsetCommitRequestV3]
+              ) -> _TxnOffsetCommitRequestV3:
+        return request_struct_class(*self._fields)
+
+
+class _FencedTxnOffsetCommitHandler(TxnOffsetCommitHandler):
+    """aiokafka's handler, sending v3 with the consumer's group metadata."""
+
+    def __init__(self, sender: Any, offsets: Any, metadata: GroupMetadata) -> None:
+        super().__init__(sender, offsets, metadata.group_id)
+        self._metadata = metadata
+
+    def create_request(self) -> _TxnOffsetCommitV3:
+        txn = self._sender._txn_manager  # noqa: SLF001
+        by_topic: dict[str, list[Any]] = collections.defaultdict(list)
+        for tp, offset in sorted(self._offsets.items()):
+            by_topic[tp.topic].append((tp.partition, offset.offset, -1, offset.metadata, {}))
+        meta = self._metadata
+        return _TxnOffsetCommitV3((
+            txn.transactional_id, meta.group_id, txn.producer_id, txn.producer_epoch,
+            meta.generation_id, meta.member_id, meta.group_instance_id,
+            [(topic, parts, {}) for topic, parts in by_topic.items()], {}))
+
+    def handle_response(self, resp: Any) -> Any:
+        txn = self._sender._txn_manager  # noqa: SLF001
+        for topic, partitions, _ in resp.topics:
+            for partition, error_code, _ in partitions:
+                if error_code in (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
+                    # Abortable, as in Kafka's TransactionManager: the open transaction is
+                    # aborted and the consumer rejoins. The caller gets the error through
+                    # send_offsets; the futures aiokafka keeps for it are marked retrieved.
+                    for *_, future in txn._pending_txn_offsets:  # noqa: SLF001
+                        future.add_done_callback(_retrieve_exception)
+                    txn._transaction_waiter.add_done_callback(  # noqa: SLF001
+                        _retrieve_exception)
+                    txn.error_transaction(FencedByGroupError(
+                        f"TxnOffsetCommit for {topic}-{partition} refused (error "
+                        f"{error_code}): generation {self._metadata.generation_id} of "
+                        f"member {self._metadata.member_id!r} is no longer current"))
+                    return None
+        v0_shape = SimpleNamespace(errors=[
+            (topic, [(partition, code) for partition, code, _ in partitions])
+            for topic, partitions, _ in resp.topics])
+        return super().handle_response(v0_shape)
+
+
+def _retrieve_exception(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+class GroupFencedOffsets:
+    """Makes one transactional producer send its offsets with TxnOffsetCommit v3.
+
+    ``send_offsets`` replaces ``producer.send_offsets_to_transaction(offsets, group_id)``: it
+    takes the consumer's group metadata as of the moment the offsets were taken, so a
+    coordinator that has moved to a newer generation refuses them (KIP-447)."""
+
+    def __init__(self, producer: AIOKafkaProducer) -> None:
+        self.producer = producer
+        self._metadata: GroupMetadata | None = None
+        sender = producer._sender  # noqa: SLF001
+        self._sender = sender
+        sender._do_txn_offset_commit = self._do_txn_offset_commit  # noqa: SLF001
+
+    async def send_offsets(self, offsets: dict[TopicPartition, int],
+                           metadata: GroupMetadata) -> None:
+        self._metadata = metadata
+        try:
+            await self.producer.send_offsets_to_transaction(offsets, metadata.group_id)
+        finally:
+            self._metadata = None
+
+    async def _do_txn_offset_commit(self, offsets: Any, group_id: str) -> None:
+        if not offsets:
+            return
+        metadata = self._metadata
+        if metadata is None or metadata.group_id != group_id:
+            raise RuntimeError("transactional offsets sent without group metadata")
+        sender = self._sender
+        try:
+            node_id = await sender._find_coordinator(  # noqa: SLF001
+                CoordinationType.GROUP, group_id)
+        except Errors.GroupAuthorizationFailedError as exc:
+            sender._txn_manager.error_transaction(exc)  # noqa: SLF001
+            return
+        await _FencedTxnOffsetCommitHandler(sender, offsets, metadata).do(node_id)
+
+
+# -- OffsetFetch v7 with require_stable (KIP-447) -----------------------------------------------
+
+class _OffsetFetchResponseV7(Response):
+    API_KEY = 9
+    API_VERSION = 7
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("topics", CompactArray(
+            ("name", CompactString("utf-8")),
+            ("partitions", CompactArray(
+                ("partition_index", Int32),
+                ("committed_offset", Int64),
+                ("committed_leader_epoch", Int32),
+                ("metadata", CompactString("utf-8")),
+                ("error_code", Int16),
+                ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("error_code", Int16),
+        ("tags", TaggedFields))
+
+
+class _OffsetFetchRequestV7(RequestStruct):
+    FLEXIBLE_VERSION = True
+    API_KEY = 9
+    API_VERSION = 7
+    RESPONSE_TYPE = _OffsetFetchResponseV7
+    SCHEMA = Schema(
+        ("group_id", CompactString("utf-8")),
+        ("topics", CompactArray(
+            ("name", CompactString("utf-8")),
+            ("partition_indexes", CompactArray(Int32)),
+            ("tags", TaggedFields))),
+        ("require_stable", Boolean),
+        ("tags", TaggedFields))
+
+
+class _StableOffsetFetch(Request[_OffsetFetchRequestV7]):
+    API_KEY = 9
+
+    def __init__(self, group_id: str, partitions: dict[str, list[int]]) -> None:
+        self._group_id = group_id
+        self._partitions = partitions
+
+    def build(self, request_struct_class: type[_OffsetFetchRequestV7]) -> _OffsetFetchRequestV7:
+        topics = [(topic, sorted(parts), {}) for topic, parts in sorted(self._partitions.items())]
+        return request_struct_class(self._group_id, topics, True, {})
+
+
+async def fetch_stable_offsets(consumer: AIOKafkaConsumer, group_id: str,
+                               partitions: list[TopicPartition], timeout_s: float
+                               ) -> dict[TopicPartition, int]:
+    """The committed offsets of ``partitions``, waiting while a transaction that holds offsets
+    for them is still open (KIP-447's ``require_stable``). Partitions with no committed offset
+    are left out. Raises ``UnstableOffsetCommitError`` if they stay unstable past ``timeout_s``
+    (the transaction timeout bounds how long a zombie's open transaction can last)."""
+    if not partitions:
+        return {}
+    coordinator = consumer._coordinator  # noqa: SLF001
+    wanted: dict[str, list[int]] = collections.defaultdict(list)
+    for tp in partitions:
+        wanted[tp.topic].append(tp.partition)
+    deadline = time.monotonic() + timeout_s
+    backoff = 0.05
+    while True:
+        await coordinator.ensure_coordinator_known()
+        try:
+            resp = await client_of(consumer).send(
+                coordinator.coordinator_id, _StableOffsetFetch(group_id, wanted),
+                group=ConnectionGroup.COORDINATION)
+            return _stable_offsets(resp)
+        except Errors.KafkaError as exc:
+            if not getattr(exc, "retriable", False) or time.monotonic() > deadline:
+                raise
+            if isinstance(exc, Errors.NotCoordinatorForGroupError
+                          | Errors.GroupCoordinatorNotAvailableError
+                          | Errors.KafkaConnectionError):
+                coordinator.coordinator_dead()
+            log.debug("committed offsets of %s not stable yet: %r", group_id, exc)
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 1.0)
+
+
+def _stable_offsets(resp: Any) -> dict[TopicPartition, int]:
+    if resp.error_code:
+        raise Errors.for_code(resp.error_code)()
+    result: dict[TopicPartition, int] = {}
+    for topic, partitions, _ in resp.topics:
+        for partition, offset, _epoch, _meta, error_code, _ in partitions:
+            if error_code == UNSTABLE_OFFSET_COMMIT:
+                raise UnstableOffsetCommitError(f"{topic}-{partition}")
+            if error_code:
+                raise Errors.for_code(error_code)()
+            if offset >= 0:
+                result[TopicPartition(topic, partition)] = offset
+    return result
+
+
+__all__ = [
+    "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
+    "client_of", "fetch_position", "fetch_stable_offsets", "group_metadata", "request_rejoin",
+    "wait_on_metadata",
+]

@@ -1,0 +1,154 @@
+"""Kafka Streams' commit: flush the stores and record caches, send what they forwarded, then
+commit the input offsets (atomically with the output under exactly_once_v2).
+
+Under exactly_once_v2 the offsets go in TxnOffsetCommit v3 with the group metadata of the
+generation that assigned the tasks (KIP-447): if the group has moved on (this instance was
+paused past its session timeout, or kicked out), the group coordinator refuses them, the
+transaction is aborted and nothing of the stale generation becomes visible.
+
+With ``background`` the transaction is finished in a task while the stream thread goes on
+processing; what it produces meanwhile stays in the record collector and is handed to the
+producer in the next transaction, only once this one committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+
+from ..kafka_batching import RecordCollector
+from ..kafka_internals import GroupFencedOffsets, GroupMetadata, group_metadata
+from .task_manager import TaskManager
+
+log = logging.getLogger(__name__)
+
+
+class TaskMigrated(Exception):
+    """This instance lost its tasks (fenced, or the group moved on): rejoin with clean state."""
+
+
+class Committer:
+    def __init__(self, app_id: str, eos: bool, tasks: TaskManager, consumer: AIOKafkaConsumer,
+                 producer: AIOKafkaProducer, collector: RecordCollector,
+                 repartition_topics: set[str], purge_interval_ms: int,
+                 admin: AIOKafkaAdminClient | None) -> None:
+        self.app_id = app_id
+        self.eos = eos
+        self.tasks = tasks
+        self.consumer = consumer
+        self.producer = producer
+        self.collector = collector
+        self.repartition_topics = repartition_topics
+        self.purge_interval_ms = purge_interval_ms
+        self.admin = admin
+        self.fenced_offsets = GroupFencedOffsets(producer) if eos else None
+        self.group: GroupMetadata | None = None  # of the generation that assigned the tasks
+        self.in_txn = False
+        self.pending: asyncio.Task[None] | None = None
+        self.last_commit = time.monotonic()
+        self.dirty = False  # processed something since the last commit
+        self.last_purge = time.monotonic()
+        self.to_purge: dict[tuple[str, int], int] = {}
+
+    async def begin_txn(self) -> None:
+        if not self.in_txn:
+            await self.producer.begin_transaction()
+            self.in_txn = True
+
+    async def await_pending(self) -> None:
+        """Wait for the EOS commit in flight (raising what it raised)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            await pending
+
+    def pending_done(self) -> bool:
+        return self.pending is not None and self.pending.done()
+
+    async def commit(self, force: bool = False, background: bool = False) -> None:
+        await self.await_pending()
+        offsets: dict[TopicPartition, int] = {}
+        committed = self.tasks.committed
+        for _task_id, task in self.tasks.running():
+            task.flush()
+            for tp, offset in task.consumed.items():
+                if offset > committed.get(tp, -1):
+                    offsets[TopicPartition(*tp)] = offset
+        await self.collector.flush()
+        self.dirty = False
+        if self.eos:
+            if not (self.in_txn or offsets):
+                return
+            group = self.group
+            current = group_metadata(self.consumer, self.app_id)
+            if group is None or (current.generation_id, current.member_id) != \
+                    (group.generation_id, group.member_id):
+                raise TaskMigrated("the group generation changed before the commit")
+            await self.begin_txn()
+            self.last_commit = time.monotonic()
+            finish = self._finish_txn(offsets, group, force)
+            if background:
+                self.pending = asyncio.ensure_future(finish)
+            else:
+                await finish
+            return
+        await self.producer.flush()
+        await self.collector.wait_delivered()
+        if offsets:
+            await self.consumer.commit(offsets)
+        self.tasks.write_checkpoints()
+        await self._committed(offsets, force)
+
+    async def _finish_txn(self, offsets: dict[TopicPartition, int], group: GroupMetadata,
+                          force: bool) -> None:
+        if offsets:
+            assert self.fenced_offsets is not None
+            await self.fenced_offsets.send_offsets(offsets, group)
+        await self.producer.commit_transaction()
+        self.in_txn = False
+        await self.collector.wait_delivered()
+        await self._committed(offsets, force)
+
+    async def _committed(self, offsets: dict[TopicPartition, int], force: bool) -> None:
+        for tp, offset in offsets.items():
+            self.tasks.committed[(tp.topic, tp.partition)] = offset
+            if tp.topic in self.repartition_topics:
+                self.to_purge[(tp.topic, tp.partition)] = offset
+        self.last_commit = time.monotonic()
+        if offsets and not force:
+            await self._maybe_purge()
+
+    async def abort(self, reason: BaseException | None) -> None:
+        """Give up the open transaction (and whatever the collector still holds)."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            try:
+                await pending
+            except BaseException as commit_exc:  # already failing; the abort below decides
+                log.info("the commit in flight failed too: %r", commit_exc)
+        self.collector.discard()
+        if self.eos and self.in_txn:
+            try:
+                await self.producer.abort_transaction()
+            except Exception as abort_exc:  # fenced producers cannot abort; the broker will
+                log.info("abort after %r failed: %r", reason, abort_exc)
+        self.in_txn = False
+
+    async def _maybe_purge(self) -> None:
+        """DeleteRecords below the committed offsets of consumed repartition partitions."""
+        now = time.monotonic()
+        if not self.to_purge or self.admin is None or \
+                (now - self.last_purge) * 1000 < self.purge_interval_ms:
+            return
+        self.last_purge = now
+        request: dict[TopicPartition, Any] = {
+            TopicPartition(*tp): RecordsToDelete(o) for tp, o in self.to_purge.items()}
+        self.to_purge = {}
+        try:
+            await self.admin.delete_records(request)
+        except Exception as exc:  # purging is an optimisation; never fail processing for it
+            log.warning("purging repartition topics failed: %r", exc)

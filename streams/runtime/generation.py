@@ -1,0 +1,65 @@
+"""One generation of the stream thread's clients, and everything that uses them.
+
+A generation owns a consumer, a producer, a record collector, a state updater, the tasks
+created while it is current (a TaskManager) and its Committer. It starts when the thread
+(re)joins the group and ends when the thread leaves, fails a commit, is fenced or loses the
+broker; then it is closed as a whole and the next one starts with fresh clients. Its rebalance
+listener ignores every callback once it is closed, so no task is ever created with a
+collector that nothing flushes any more.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+from ..kafka_batching import RecordCollector
+from .committer import Committer
+from .state_updater import StateUpdater
+from .task_manager import TaskManager
+
+log = logging.getLogger(__name__)
+
+
+class ClientGeneration:
+    def __init__(self, number: int, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer,
+                 collector: RecordCollector, tasks: TaskManager, committer: Committer,
+                 updater: StateUpdater) -> None:
+        self.number = number
+        self.consumer = consumer
+        self.producer = producer
+        self.collector = collector
+        self.tasks = tasks
+        self.committer = committer
+        self.updater = updater
+        self.closed = False
+        self.rebalancing = False
+
+    async def close(self, leave: bool) -> None:
+        """Stop the clients and close whatever task is left (dirty: nothing of it was
+        committed by this generation's producer after this point)."""
+        self.closed = True
+        await self.updater.close()
+        for client in (self.consumer, self.producer):
+            try:
+                await client.stop()
+            except Exception as exc:
+                log.debug("stopping %s failed: %r", type(client).__name__, exc)
+        leftover = self.tasks.close_all(clean=False)
+        if leftover:
+            log.warning("generation %d ended with %d task(s) still open; closed them dirty",
+                        self.number, leftover)
+
+    def __repr__(self) -> str:
+        return f"ClientGeneration({self.number}, closed={self.closed})"
+
+
+def build_producer(client_kwargs: dict[str, Any], eos: bool, transactional_id: str,
+                   max_batch_size: int, transaction_timeout_ms: int) -> AIOKafkaProducer:
+    kwargs: dict[str, Any] = {"acks": "all", "max_batch_size": max_batch_size}
+    if eos:
+        kwargs.update(transactional_id=transactional_id, enable_idempotence=True,
+                      transaction_timeout_ms=transaction_timeout_ms)
+    return AIOKafkaProducer(**client_kwargs, **kwargs)

@@ -1,0 +1,199 @@
+"""Background restoration of changelogs (Kafka's state updater, KIP-869).
+
+Tasks with logged stores are handed to the updater when they are created; it reads their
+changelog partitions up to the end offsets seen at that moment (the last stable offset under
+exactly-once) into the stores, while the stream thread goes on processing the tasks that are
+already restored, and answering heartbeats and rebalances. A task revoked while restoring is
+removed at once: the updater never touches its stores again. One updater belongs to one client
+generation and is closed with it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from ..kafka_internals import fetch_position
+from ..processor.api import TaskId
+from .restore import ChangelogState
+
+log = logging.getLogger(__name__)
+
+BATCH_RECORDS = 10_000
+
+
+@dataclass
+class _Changelog:
+    """One changelog partition being restored into one store."""
+
+    task_id: TaskId
+    store: Any
+    state: ChangelogState
+    next_offset: int | None = None  # None: not positioned yet
+    end: int = 0
+
+
+class StateUpdater:
+    def __init__(self, client_kwargs: dict[str, Any], eos: bool) -> None:
+        self.client_kwargs = client_kwargs
+        self.eos = eos
+        self._changelogs: dict[TopicPartition, _Changelog] = {}
+        self._pending: dict[TaskId, set[TopicPartition]] = {}  # task -> partitions left
+        self._restored: list[TaskId] = []
+        self._wakeup = asyncio.Event()
+        self._consumer: AIOKafkaConsumer | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._assigned: frozenset[TopicPartition] = frozenset()
+        self.failure: BaseException | None = None
+        self.applied = 0
+
+    # -- called by the stream thread (same event loop, never concurrently with the runner's
+    #    record application, which has no await inside) -----------------------------------
+
+    def add(self, task_id: TaskId, state: ChangelogState) -> None:
+        """Start restoring ``task_id``'s stores (none left: it is restored at once)."""
+        parts = set()
+        for (topic, partition), store in state.stores.items():
+            tp = TopicPartition(topic, partition)
+            self._changelogs[tp] = _Changelog(task_id, store, state)
+            parts.add(tp)
+        self._pending[task_id] = parts
+        if not parts:
+            self._finish(task_id)
+            return
+        self._wakeup.set()
+        if self._runner is None:
+            self._runner = asyncio.ensure_future(self._run())
+
+    def remove(self, task_id: TaskId) -> None:
+        """Forget ``task_id`` (revoked or closed): its stores may be closed right after."""
+        for tp in self._pending.pop(task_id, ()):
+            self._changelogs.pop(tp, None)
+        with contextlib.suppress(ValueError):
+            self._restored.remove(task_id)
+        self._wakeup.set()
+
+    def restoring(self, task_id: TaskId) -> bool:
+        return task_id in self._pending
+
+    def drain_restored(self) -> list[TaskId]:
+        """Tasks whose restoration finished since the last call."""
+        done, self._restored = self._restored, []
+        return done
+
+    async def close(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await runner
+        consumer, self._consumer = self._consumer, None
+        if consumer is not None:
+            with contextlib.suppress(Exception):
+                await consumer.stop()
+        self._changelogs.clear()
+        self._pending.clear()
+
+    # -- the runner ---------------------------------------------------------------------------
+
+    def _finish(self, task_id: TaskId) -> None:
+        if self._pending.pop(task_id, None) is not None:
+            self._restored.append(task_id)
+
+    async def _run(self) -> None:
+        try:
+            self._consumer = AIOKafkaConsumer(
+                **self.client_kwargs, group_id=None, enable_auto_commit=False,
+                auto_offset_reset="earliest",
+                isolation_level="read_committed" if self.eos else "read_uncommitted")
+            await self._consumer.start()
+            while True:
+                if not self._changelogs:
+                    self._wakeup.clear()
+                    await self._wakeup.wait()
+                    continue
+                await self._position_new()
+                await self._reassign()
+                await self._restore_batch()
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # the thread rejoins with fresh clients
+            log.warning("restoring changelogs failed: %r", exc)
+            self.failure = exc
+
+    async def _position_new(self) -> None:
+        new = [tp for tp, c in self._changelogs.items() if c.next_offset is None]
+        if not new:
+            return
+        assert self._consumer is not None
+        ends = await self._consumer.end_offsets(new)
+        beginnings = await self._consumer.beginning_offsets(new)
+        for tp in new:
+            changelog = self._changelogs.get(tp)
+            if changelog is None or changelog.next_offset is not None:
+                continue  # removed (or positioned) while we waited
+            key = (tp.topic, tp.partition)
+            start = changelog.state.start.get(key)
+            start = beginnings[tp] if start is None else max(start, beginnings[tp])
+            changelog.state.restored[key] = ends[tp]
+            changelog.next_offset, changelog.end = start, ends[tp]
+            if start < ends[tp]:
+                log.info("task %s: restoring %s-%d from offset %d to %d", changelog.task_id,
+                         tp.topic, tp.partition, start, ends[tp])
+        self._complete_caught_up()
+
+    def _complete_caught_up(self) -> None:
+        for tp, changelog in list(self._changelogs.items()):
+            if changelog.next_offset is not None and changelog.next_offset >= changelog.end:
+                changelog.store.flush()
+                del self._changelogs[tp]
+                parts = self._pending.get(changelog.task_id)
+                if parts is not None:
+                    parts.discard(tp)
+                    if not parts:
+                        self._finish(changelog.task_id)
+
+    async def _reassign(self) -> None:
+        """Assign the partitions still restoring (aiokafka's assign resets positions, so every
+        one is sought again to where its restoration stands)."""
+        wanted = frozenset(tp for tp, c in self._changelogs.items() if c.next_offset is not None)
+        if wanted == self._assigned:
+            return
+        assert self._consumer is not None
+        self._consumer.assign(list(wanted))
+        for tp in wanted:
+            self._consumer.seek(tp, self._changelogs[tp].next_offset)  # type: ignore[arg-type]
+        self._assigned = wanted
+
+    async def _restore_batch(self) -> None:
+        assert self._consumer is not None
+        if not self._assigned:
+            self._wakeup.clear()
+            with contextlib.suppress(asyncio.TimeoutError):
+                await asyncio.wait_for(self._wakeup.wait(), 0.1)
+            return
+        started = time.monotonic()
+        batch = await self._consumer.getmany(timeout_ms=100, max_records=BATCH_RECORDS)
+        for tp, records in batch.items():
+            changelog = self._changelogs.get(tp)
+            if changelog is None or not records:
+                continue  # its task was removed while we fetched
+            restore = changelog.store.restore
+            for record in records:
+                restore(record.key, record.value, record.timestamp)
+            self.applied += len(records)
+        for tp in self._assigned:
+            changelog = self._changelogs.get(tp)
+            position = fetch_position(self._consumer, tp)
+            if changelog is not None and position is not None:
+                changelog.next_offset = position
+        self._complete_caught_up()
+        if batch:
+            log.debug("restored a batch of %d records in %.3fs",
+                      sum(len(r) for r in batch.values()), time.monotonic() - started)

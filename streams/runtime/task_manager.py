@@ -1,0 +1,116 @@
+"""The active tasks of one client generation (Kafka's TaskManager).
+
+A task is created with the generation's record collector and lives no longer than that
+generation: when the generation ends, every task it still has is closed. So a task can never
+send into a producer that nothing flushes any more, while a newer producer commits its input
+offsets.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+from ..kafka_batching import RecordCollector
+from ..processor.api import TaskId
+from ..processor.task import StreamTask, TaskConfig
+from ..topology.topology import Topology
+from .restore import ChangelogState, prepare_task, write_checkpoint
+from .state_updater import StateUpdater
+from .topics import TopicLayout
+
+log = logging.getLogger(__name__)
+
+
+class TaskManager:
+    def __init__(self, topology: Topology, layout: TopicLayout, task_config: TaskConfig,
+                 collector: RecordCollector, updater: StateUpdater, eos: bool,
+                 global_stores: dict[str, Any] | None, wall_clock: Any) -> None:
+        self.topology = topology
+        self.layout = layout
+        self.task_config = task_config
+        self.collector = collector
+        self.updater = updater
+        self.eos = eos
+        self.global_stores = global_stores
+        self.wall_clock = wall_clock
+        self.tasks: dict[TaskId, StreamTask] = {}
+        self.partitions: dict[TaskId, list[tuple[str, int]]] = {}
+        self.by_partition: dict[tuple[str, int], StreamTask] = {}
+        self.changelogs: dict[TaskId, ChangelogState] = {}
+        self.restoring: set[TaskId] = set()
+        self.committed: dict[tuple[str, int], int] = {}
+        self.idle_since: dict[TaskId, float] = {}
+
+    def running(self) -> Iterator[tuple[TaskId, StreamTask]]:
+        """The tasks that are restored (and so may process and commit)."""
+        restoring = self.restoring
+        return ((tid, task) for tid, task in self.tasks.items() if tid not in restoring)
+
+    def create(self, task_id: TaskId) -> None:
+        sub = self.layout.sub_topologies[task_id.subtopology]
+        task = StreamTask(task_id, self.topology, sub, self.task_config, self.collector,
+                          self.wall_clock, self.global_stores)
+        parts = [(t, task_id.partition) for t in self.layout.sources[sub.id]
+                 if task_id.partition < self.layout.partitions[t]]
+        self.tasks[task_id] = task
+        self.partitions[task_id] = parts
+        for tp in parts:
+            self.by_partition[tp] = task
+        state = prepare_task(task, self.topology, self.eos)
+        self.changelogs[task_id] = state
+        if state.stores:
+            self.restoring.add(task_id)
+            self.updater.add(task_id, state)
+
+    def mark_restored(self) -> list[TaskId]:
+        """Move the tasks the updater finished to running; returns them."""
+        done = [t for t in self.updater.drain_restored() if t in self.tasks]
+        self.restoring.difference_update(done)
+        return done
+
+    def checkpoint_offsets(self, task_id: TaskId) -> dict[tuple[str, int], int]:
+        """Per changelog partition, the next offset the local stores reflect."""
+        state = self.changelogs.get(task_id)
+        if state is None:
+            return {}
+        produced = self.collector.offsets
+        result = {}
+        for tp in state.stores:
+            offset = max(produced.get(tp, -1), state.restored.get(tp, -1))
+            if offset >= 0:
+                result[tp] = offset
+        return result
+
+    def write_checkpoints(self) -> None:
+        for task_id, task in self.running():
+            if self.changelogs.get(task_id):
+                write_checkpoint(task.task_dir, self.checkpoint_offsets(task_id))
+
+    def close(self, task_id: TaskId, clean: bool) -> None:
+        task = self.tasks.pop(task_id)
+        for tp in self.partitions.pop(task_id):
+            self.by_partition.pop(tp, None)
+            self.committed.pop(tp, None)
+        restoring = task_id in self.restoring
+        self.restoring.discard(task_id)
+        self.updater.remove(task_id)
+        if clean and not restoring:
+            task.flush()
+            state = self.changelogs.get(task_id)
+            if state is not None and state.stores:
+                write_checkpoint(task.task_dir, self.checkpoint_offsets(task_id))
+        self.changelogs.pop(task_id, None)
+        self.idle_since.pop(task_id, None)
+        try:
+            task.close()
+        except Exception:
+            log.exception("closing task %s failed", task_id)
+
+    def close_all(self, clean: bool) -> int:
+        """Close every task; returns how many there were."""
+        count = len(self.tasks)
+        for task_id in list(self.tasks):
+            self.close(task_id, clean)
+        return count

@@ -1,0 +1,101 @@
+"""Contract tests for streams.kafka_internals, the one module that touches aiokafka's private
+internals: if an aiokafka upgrade moves them, these fail first, with a clear name."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from helpers import create_topics
+
+from streams.kafka_internals import (
+    FencedByGroupError,
+    GroupFencedOffsets,
+    GroupMetadata,
+    UnstableOffsetCommitError,
+    client_of,
+    fetch_position,
+    fetch_stable_offsets,
+    group_metadata,
+    wait_on_metadata,
+)
+
+GROUP = "contract-group"
+TOPIC = "contract-in"
+
+
+async def _joined_consumer(bootstrap: str) -> AIOKafkaConsumer:
+    consumer = AIOKafkaConsumer(TOPIC, bootstrap_servers=bootstrap, group_id=GROUP,
+                                enable_auto_commit=False, auto_offset_reset="earliest",
+                                isolation_level="read_committed")
+    await consumer.start()
+    for _ in range(200):
+        if consumer.assignment():
+            break
+        await consumer.getmany(timeout_ms=50)
+    assert consumer.assignment(), "the consumer never got its partition"
+    return consumer
+
+
+async def _txn_producer(bootstrap: str) -> AIOKafkaProducer:
+    producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="contract-txn",
+                                enable_idempotence=True)
+    await producer.start()
+    return producer
+
+
+def test_group_metadata_and_position_and_metadata_wait(broker) -> None:
+    create_topics(broker.bootstrap, {TOPIC: 1})
+
+    async def run() -> None:
+        consumer = await _joined_consumer(broker.bootstrap)
+        try:
+            meta = group_metadata(consumer, GROUP)
+            assert meta.generation_id >= 1 and meta.member_id
+            tp = TopicPartition(TOPIC, 0)
+            await consumer.position(tp)
+            assert fetch_position(consumer, tp) == 0
+            assert fetch_position(consumer, TopicPartition("not-assigned", 0)) is None
+            assert await wait_on_metadata(consumer, TOPIC) == {0}
+            assert client_of(consumer) is not None
+        finally:
+            await consumer.stop()
+
+    asyncio.run(run())
+
+
+def test_txn_offsets_of_a_stale_generation_are_fenced_and_current_ones_commit(broker) -> None:
+    create_topics(broker.bootstrap, {TOPIC: 1})
+    tp = TopicPartition(TOPIC, 0)
+
+    async def run() -> None:
+        consumer = await _joined_consumer(broker.bootstrap)
+        producer = await _txn_producer(broker.bootstrap)
+        fenced = GroupFencedOffsets(producer)
+        try:
+            current = group_metadata(consumer, GROUP)
+            stale = GroupMetadata(GROUP, current.generation_id - 1, current.member_id)
+            await producer.begin_transaction()
+            with pytest.raises(FencedByGroupError):
+                await fenced.send_offsets({tp: 5}, stale)
+            await producer.abort_transaction()
+            unknown = GroupMetadata(GROUP, current.generation_id, "someone-else")
+            await producer.begin_transaction()
+            with pytest.raises(FencedByGroupError):
+                await fenced.send_offsets({tp: 5}, unknown)
+            await producer.abort_transaction()
+            assert await fetch_stable_offsets(consumer, GROUP, [tp], timeout_s=5) == {}
+
+            await producer.begin_transaction()
+            await fenced.send_offsets({tp: 7}, current)
+            # The transaction is open: its offsets are not stable yet (KIP-447).
+            with pytest.raises(UnstableOffsetCommitError):
+                await fetch_stable_offsets(consumer, GROUP, [tp], timeout_s=0.3)
+            await producer.commit_transaction()
+            assert await fetch_stable_offsets(consumer, GROUP, [tp], timeout_s=5) == {tp: 7}
+        finally:
+            await producer.stop()
+            await consumer.stop()
+
+    asyncio.run(run())
