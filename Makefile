@@ -23,6 +23,13 @@ test: $(VENV)/.installed
 	$(PY) -m pytest -q -rfE
 	$(PY) tests/external/kafka_python_suite.py
 
+# The protocol fuzzer (tests/fuzz) with a random seed for FUZZ_SECONDS; it prints the seed and
+# every failing frame (python -m tests.fuzz --seed S --seconds N reproduces a run).
+FUZZ_SECONDS ?= 180
+.PHONY: fuzz
+fuzz: $(VENV)/.installed
+	$(PY) -m tests.fuzz --seconds $(FUZZ_SECONDS)
+
 # kafka-python 3.0.12's own integration tests (sdist from PyPI) against our broker.
 .PHONY: test-external
 test-external: $(VENV)/.installed

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 # The broker binds 127.0.0.2 but advertises 127.0.0.1 on the same port, where the recording
@@ -40,20 +41,27 @@ def streams_executable() -> str:
     return str(candidate) if candidate.exists() else "streams"
 
 
-def _limit_memory() -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE_LIMIT, ADDRESS_SPACE_LIMIT))
+def _limit_memory(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        if limit:
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
 
 
 class BrokerProcess:
     """Start, watch and stop one broker; its stdout and stderr are appended to ``log_path``."""
 
-    def __init__(self, workdir: Path, port: int) -> None:
+    def __init__(self, workdir: Path, port: int, address_space: int = ADDRESS_SPACE_LIMIT
+                 ) -> None:
+        self.address_space = address_space
         self.data_dir = workdir / "data"
         self.port = port
         self.log_path = workdir / "broker.log"
         self.config_path = workdir / "broker.properties"
         self.proc: subprocess.Popen[bytes] | None = None
         self._log_pos = 0
+        self._terminated = False
         self.starts = 0
         self.config_path.write_text(
             f"advertised.host={ADVERTISED_HOST}\n"
@@ -77,18 +85,22 @@ class BrokerProcess:
                "--host", BIND_HOST, "--port", str(self.port), "--config", str(self.config_path)]
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         with open(self.log_path, "ab") as log_file:
+            start_pos = log_file.tell()
             log_file.write(f"==== fuzz: broker start #{self.starts + 1}\n".encode())
             log_file.flush()
             self.proc = subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT,
-                                         env=env, preexec_fn=_limit_memory)
+                                         env=env,
+                                         preexec_fn=_limit_memory(self.address_space))
         self.starts += 1
         deadline = time.monotonic() + timeout
         while not self._accepting():
             if self.proc.poll() is not None:
                 raise BrokerDied(f"broker exited with {self.proc.returncode} at start:\n"
-                                 f"{self.log_tail()}")
+                                 f"{self.log_since(start_pos)}")
             if time.monotonic() > deadline:
-                raise BrokerDied(f"broker not accepting after {timeout}s:\n{self.log_tail()}")
+                self.stop()
+                raise BrokerDied(f"broker not accepting after {timeout}s:\n"
+                                 f"{self.log_since(start_pos)}")
             time.sleep(0.05)
 
     def _accepting(self) -> bool:
@@ -98,6 +110,20 @@ class BrokerProcess:
         except OSError:
             return False
 
+    @property
+    def exited_cleanly_expected(self) -> bool:
+        """Whether the last stop() was a SIGTERM to a running broker (not a reaped crash)."""
+        return self._terminated
+
+    def exited_within(self, timeout: float) -> bool:
+        """Whether the broker exits within ``timeout`` seconds (it is not stopped)."""
+        assert self.proc is not None
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
@@ -105,7 +131,8 @@ class BrokerProcess:
         """SIGTERM, then SIGKILL after ``timeout``; returns the exit code."""
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
+        self._terminated = self.proc.poll() is None
+        if self._terminated:
             self.proc.terminate()
             try:
                 self.proc.wait(timeout)
@@ -137,6 +164,14 @@ class BrokerProcess:
             return ""
         self._log_pos += len(data)
         return data.decode("utf-8", "replace")
+
+    def log_since(self, pos: int, chars: int = 6000) -> str:
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(pos)
+                return f.read(chars).decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def log_tail(self, chars: int = 3000) -> str:
         try:

@@ -18,7 +18,8 @@ from pathlib import Path
 from . import sessions
 from .proxy import RecordingProxy
 
-PER_GROUP = 4  # frames kept per (client, api key, version)
+PER_GROUP = 2  # frames kept per (client, api key)
+HEARTBEAT = 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ class CorpusFrame:
         return struct.unpack_from(">h", self.payload, 2)[0]
 
 
-SESSIONS: dict[str, Callable[[str], None]] = {
+SESSIONS: dict[str, Callable[[str, sessions.Heartbeats], None]] = {
     "aiokafka": sessions.aiokafka_session,
     "kafka-python": sessions.kafka_python_session,
     "confluent-kafka": sessions.confluent_session,
@@ -49,28 +50,36 @@ def record(proxy: RecordingProxy, bootstrap: str) -> list[CorpusFrame]:
     for name, session in SESSIONS.items():
         proxy.session = name
         try:
-            session(bootstrap)
+            session(bootstrap, lambda name=name: _count(proxy, name, HEARTBEAT))
         finally:
             proxy.session = None
     frames = [CorpusFrame(f.session, f.payload) for f in proxy.frames if len(f.payload) >= 8]
     return select(frames)
 
 
-def select(frames: list[CorpusFrame]) -> list[CorpusFrame]:
-    """Up to PER_GROUP frames per (client, key, version): the smallest, largest and between.
+def _count(proxy: RecordingProxy, session: str, api_key: int) -> int:
+    return sum(1 for f in list(proxy.frames)
+               if f.session == session and f.payload[:2] == api_key.to_bytes(2, "big"))
 
-    Sorting by size keeps the choice stable across runs although timestamps, ids and the number
-    of heartbeats and fetches differ from one recording to the next.
+
+def select(frames: list[CorpusFrame]) -> list[CorpusFrame]:
+    """Up to PER_GROUP frames per (client, key): the smallest and the largest.
+
+    Only the version a client used most for a key is kept (kafka-python sometimes sends one
+    early request at another version). Sorting by size keeps the choice stable across runs
+    although timestamps, ids and the number of heartbeats and fetches differ between them.
     """
-    groups: dict[tuple[str, int, int], list[CorpusFrame]] = defaultdict(list)
+    groups: dict[tuple[str, int], dict[int, list[CorpusFrame]]] = defaultdict(
+        lambda: defaultdict(list))
     for frame in frames:
-        groups[(frame.session, frame.api_key, frame.api_version)].append(frame)
+        groups[(frame.session, frame.api_key)][frame.api_version].append(frame)
     out: list[CorpusFrame] = []
     for key in sorted(groups):
-        members = sorted(groups[key], key=lambda f: (len(f.payload), f.payload[8:]))
+        versions = groups[key]
+        version = max(versions, key=lambda v: (len(versions[v]), v))
+        members = sorted(versions[version], key=lambda f: (len(f.payload), f.payload[8:]))
         if len(members) > PER_GROUP:
-            step = (len(members) - 1) / (PER_GROUP - 1)
-            members = [members[round(i * step)] for i in range(PER_GROUP)]
+            members = [members[0], members[-1]]
         out.extend(members)
     return out
 

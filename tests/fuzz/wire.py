@@ -179,3 +179,31 @@ def _walk(entity_type: type, buf: bytes, pos: int, found: list[LengthField]) -> 
             size, pos = read_uvarint(buf, pos)
             pos += size
     return pos
+
+
+# -- responses --------------------------------------------------------------------------------
+
+
+def split_responses(data: bytes) -> list[bytes]:
+    """Complete response payloads (without size prefixes) in what the broker sent."""
+    out, pos = [], 0
+    while len(data) - pos >= 4:
+        (size,) = struct.unpack_from(">i", data, pos)
+        if size < 4 or len(data) - pos - 4 < size:
+            break
+        out.append(data[pos + 4 : pos + 4 + size])
+        pos += 4 + size
+    return out
+
+
+def produce_error_codes(response: bytes, api_version: int) -> list[int]:
+    """Per-partition error codes of a Produce response (empty if it cannot be read)."""
+    from kio.index import load_response_schema
+
+    try:
+        entity_type = load_response_schema(0, api_version)
+        pos = 4 + (1 if entity_type.__flexible__ else 0)
+        entity, _ = entity_reader(entity_type)(response, pos)
+    except Exception:  # noqa: BLE001 - an unreadable answer just means "not accepted"
+        return []
+    return [int(p.error_code.value) for t in entity.responses for p in t.partition_responses]
