@@ -22,6 +22,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--corpus", type=Path, help="a corpus.json from an earlier run")
     parser.add_argument("--replay", action="append", default=[],
                         help="send these bytes (hex, or a file of hex) instead of mutations")
+    parser.add_argument("--rss-limit-mib", type=int, default=1024,
+                        help="the broker's VmRSS/VmHWM bound")
     parser.add_argument("--address-space-gib", type=float, default=8.0,
                         help="RLIMIT_AS of the broker, a safety net for the machine (0: none)")
     parser.add_argument("--workdir", type=Path, help="where data, log and findings go")
@@ -29,8 +31,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def _hex(arg: str) -> bytes:
-    path = Path(arg)
-    return bytes.fromhex(path.read_text().strip() if path.exists() else arg)
+    """Bytes from hex on the command line, or from a file holding hex (findings/N.hex)."""
+    try:
+        return bytes.fromhex(arg)
+    except ValueError:
+        return bytes.fromhex(Path(arg).read_text().strip())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     options = Options(seed=seed, workdir=workdir, cases=args.cases, seconds=args.seconds,
                       batch=args.batch, only=args.only, corpus=args.corpus,
                       replay=[_hex(h) for h in args.replay],
+                      rss_limit_kib=args.rss_limit_mib * 1024,
                       address_space=int(args.address_space_gib * (1 << 30)),
                       log=lambda line: print(line, flush=True))
     report = run(options)

@@ -100,18 +100,21 @@ def control_record(commit: bool) -> bytes:
     return record(struct.pack(">hh", 0, int(commit)), struct.pack(">hi", 0, 0))
 
 
-def garbage_records(rng: random.Random, batch: bytes) -> bytes:
-    """Random bytes where the records go, or records with lying varints; CRC still valid."""
+def garbage_records(rng: random.Random, batch: bytes) -> tuple[str, bytes]:
+    """Random bytes where the records go, records with lying varints, or a few bytes changed
+    (which may still parse: only the first two are labelled garbage); the CRC stays valid."""
     body = bytearray(batch[HEADER_SIZE:])
     kind = rng.randrange(3)
     if kind == 0 or not body:
-        body = bytearray(rng.randbytes(rng.randrange(1, 200)))
+        label, body = "garbage records", bytearray(rng.randbytes(rng.randrange(1, 200)))
     elif kind == 1:
+        label = "record bytes changed"
         for _ in range(rng.randrange(1, 4)):
             body[rng.randrange(len(body))] = rng.randrange(256)
     else:  # a record whose key length claims far more than is there
+        label = "garbage records"
         body = bytearray(varint(40) + b"\0" + varint(0) + varint(0) + varint(2**31 - 1) + b"x")
-    return with_body(batch, bytes(body))
+    return f"{label} (valid CRC)", with_body(batch, bytes(body))
 
 
 # -- decompression bombs ----------------------------------------------------------------------

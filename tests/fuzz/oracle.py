@@ -30,8 +30,10 @@ def tracebacks(log_text: str) -> list[Traceback]:
         ours = [f for f in frames if "/streams/" in f[0]] or frames
         where = f"{ours[-1][0].rsplit('/streams/', 1)[-1]}:{ours[-1][2]}" if ours else "?"
         error = last.split(":", 1)[0]
-        out.append(Traceback(f"{error} in {where}", "Traceback (most recent call last):"
-                             + "\n".join(lines[: 40])))
+        end = lines.index(last) if last in lines else len(lines) - 1
+        shown = lines[max(0, end - 14) : end + 1]  # the innermost frames and the exception
+        out.append(Traceback(f"{error} in {where}",
+                             "Traceback (most recent call last): ...\n" + "\n".join(shown)))
     return out
 
 

@@ -153,7 +153,7 @@ class Fuzzer:
         rss, peak = self.broker.memory_kib()
         if peak > self.options.rss_limit_kib:
             strategy = case.label.split(":")[0]
-            kind = " ".join(case.label.split(":", 1)[1].split()[:3])
+            kind = re.sub(r"[0-9]+", "N", " ".join(case.label.split(":", 1)[1].split()[:3]))
             self._add("rss", f"VmHWM over {self.options.rss_limit_kib // 1024} MiB after "
                       f"{strategy}: {kind}", f"VmHWM {peak // 1024} MiB, VmRSS {rss // 1024} "
                       "MiB after this case", case)
