@@ -1,5 +1,11 @@
 """Multi-process fault harness: catalogue topologies run by several app instances while faults
-happen, compared with the TopologyTestDriver on the same input (see README in this folder)."""
+happen, compared with the TopologyTestDriver on the same input.
+
+catalogue.py (scenarios), oracle.py (the driver), app_runner.py (one instance, a child
+process), cluster.py (broker and instances as processes), faults.py (fault schedules),
+output.py (reading the result), compare.py (the verdict), harness.py (one run),
+test_faults.py (the CI mode), soak.py (``make soak``).
+"""
 
 from __future__ import annotations
 
