@@ -1,4 +1,5 @@
-"""Suppressed windows survive a restart: the buffer comes back from its changelog.
+"""Suppressed windows survive a restart or a rebalance: the buffer comes back from its
+changelog.
 
 A windowed count + ``suppress(until_window_closes)`` (exactly_once_v2, 2 partitions) buffers
 20 windows whose close time is not reached, and is stopped (SIGTERM) or killed (SIGKILL, its
@@ -21,6 +22,9 @@ from pathlib import Path
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
 from helpers import wait_until
+
+from streams import KafkaStreams
+from streams.runtime import State
 
 from .kafka_io import create_topics, produce, read_all
 from .suppress_app import APP_ID, GRACE_MS, WINDOW_MS, topology
@@ -71,9 +75,8 @@ def buffer_changelog() -> str:
     return f"{APP_ID}-{store}-changelog"
 
 
-@pytest.mark.parametrize("stop", ["sigterm", "sigkill-and-wipe"])
-def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
-    create_topics(broker.bootstrap, {"suppress-input": 2, "suppress-final": 2})
+def _windows() -> tuple[dict[str, int], list[tuple[bytes, bytes, int]]]:
+    """Input for 20 windows (none of them closes) and each window's final count."""
     expected: dict[str, int] = {}
     records = []
     for w in range(WINDOWS):
@@ -81,6 +84,13 @@ def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
             n = 1 + (i + w) % 3
             expected[f"{key}@{w * WINDOW_MS}"] = n
             records += [(key.encode(), b"x", w * WINDOW_MS + 10 * j) for j in range(n)]
+    return expected, records
+
+
+@pytest.mark.parametrize("stop", ["sigterm", "sigkill-and-wipe"])
+def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
+    create_topics(broker.bootstrap, {"suppress-input": 2, "suppress-final": 2})
+    expected, records = _windows()
     produce(broker.bootstrap, "suppress-input", records)
     state_dir = tmp_path / "state"
 
@@ -119,3 +129,34 @@ def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
     assert len(logged) >= 40
     assert sorted((p, k[:4]) for (p, k), v in live.items() if v is not None) == [
         (0, b"tick"), (1, b"tick")]
+
+
+def test_suppressed_windows_follow_their_task_to_another_instance(broker, tmp_path) -> None:
+    """A second instance joins and takes over a task (rebalance): it restores that task's
+    buffer, and every window is emitted once, by whichever instance owns it."""
+    create_topics(broker.bootstrap, {"suppress-input": 2, "suppress-final": 2})
+    expected, records = _windows()
+    produce(broker.bootstrap, "suppress-input", records)
+    base = {"application.id": APP_ID, "bootstrap.servers": broker.bootstrap,
+            "processing.guarantee": "exactly_once_v2", "commit.interval.ms": 50}
+    a = KafkaStreams(topology(), {**base, "state.dir": str(tmp_path / "a")})
+    b = KafkaStreams(topology(), {**base, "state.dir": str(tmp_path / "b")})
+    a.start()
+    try:
+        wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID).values())
+                   == len(records), timeout=60, message="every input record committed")
+        b.start()
+        wait_until(lambda: a.local_task_ids() and b.local_task_ids()
+                   and a.state is State.RUNNING and b.state is State.RUNNING,
+                   timeout=60, message="the tasks spread over both instances")
+        for partition in (0, 1):
+            produce(broker.bootstrap, "suppress-input",
+                    [(b"tick", b"x", (WINDOWS + 1) * WINDOW_MS + GRACE_MS)], partition=partition)
+        finals = read_all(broker.bootstrap, "suppress-final",
+                          until=lambda rs: len({r.key for r in rs}) >= len(expected),
+                          timeout=90, quiet=1.5)
+    finally:
+        b.close(timeout=30)
+        a.close(timeout=30)
+    assert sorted(r.key.decode() for r in finals) == sorted(expected)  # each exactly once
+    assert {r.key.decode(): int.from_bytes(r.value, "big") for r in finals} == expected
