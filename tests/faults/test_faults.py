@@ -24,10 +24,13 @@ CI_RUNS = [
     ("count", "at_least_once", 0, ["kill"], 102),
     ("count", "at_least_once", 10 * 1024 * 1024, ["kill"], 110),
     ("join", "exactly_once_v2", 0, ["pause"], 103),
+    ("join", "exactly_once_v2", 0, ["kill"], 111),
     ("suppress", "exactly_once_v2", 0, ["kill"], 104),
     ("fk_join", "exactly_once_v2", 0, ["scale_out"], 105),
+    ("fk_join", "exactly_once_v2", 0, ["pause"], 112),
     ("session", "exactly_once_v2", 0, ["broker_outage"], 106),
     ("cogroup", "exactly_once_v2", 0, ["kill"], 107),
+    ("cogroup", "exactly_once_v2", 0, ["broker_restart"], 113),
     ("global", "exactly_once_v2", 0, ["scale_in"], 108),
 ]
 CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
