@@ -16,8 +16,8 @@ from pathlib import Path
 from helpers import BrokerProcess, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-START_TIMEOUT = 90.0
-MAX_INCIDENTS = 10  # instance failures restarted per run; beyond that the run gives up  # a loaded 2-core machine starts a process slowly; success ends it early
+START_TIMEOUT = 90.0  # a loaded 2-core machine starts a process slowly; success ends it early
+MAX_INCIDENTS = 10  # instance failures restarted per run; beyond that the run gives up
 
 
 class AppInstance:
@@ -159,9 +159,14 @@ class Cluster:
     def close(self) -> list[str]:
         """Stop every instance (SIGCONT first if paused), then the broker; unclean closes."""
         unclean = []
-        for instance in self.instances:
-            if instance.alive() and not instance.stop(timeout=45):
-                unclean.append(instance.name)
-        self.broker.stop()
-        self.broker.kill()
+        try:
+            for instance in self.instances:
+                try:
+                    if instance.alive() and not instance.stop(timeout=45):
+                        unclean.append(instance.name)
+                finally:
+                    instance.kill()  # a no-op unless stopping it failed
+        finally:
+            self.broker.stop()
+            self.broker.kill()
         return unclean
