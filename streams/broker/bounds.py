@@ -1,8 +1,9 @@
 """Length sanity check for request bodies, run before kio decodes them.
 
-kio's native reader reserves memory for a compact array from its count before reading any
-element, so a single frame claiming billions of elements aborts the whole process with an
-out-of-memory error (found by tests/integration/test_bad_input.py). This walker follows the same
+kio's native reader reserves memory for an array (compact or legacy) from its count before
+reading any element, so a single frame claiming billions of elements aborts the whole process
+with an out-of-memory error (found by tests/integration/test_bad_input.py and tests/fuzz). This
+walker follows the same
 schema, reads only lengths and counts, and rejects any count or length larger than the bytes that
 are left. It allocates nothing per element and never decodes values.
 """

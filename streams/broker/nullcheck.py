@@ -1,7 +1,7 @@
 """Reject null in fields the schema declares non-nullable, right after kio decodes a body.
 
-kio's reader turns a compact (flexible-version) array of length 0 into ``None`` even where the
-message schema does not allow null, so handlers would crash on ``for t in None``. Kafka's
+kio's reader turns a null array (a compact length of 0 in flexible versions, a legacy count of
+-1 in older ones) into ``None`` even where the message schema does not allow null, so handlers would crash on ``for t in None``. Kafka's
 generated readers refuse such a body while parsing it ("non-nullable field X was serialized as
 null", `MessageDataGenerator`), and the request never reaches a handler; this walk does the same.
 """

@@ -121,13 +121,12 @@ def _response_writer(api_key: int, api_version: int) -> Any:
 def decode_body(ctx: RequestContext, frame: bytes | memoryview, pos: int) -> Any:
     """Decode the request body with kio; any failure is a ProtocolError."""
     try:
-        # kio's native reader reserves memory for a compact array from its count before reading
-        # it (a huge count aborts the process); legacy arrays fail cleanly. Check counts first.
-        if ctx.flexible:
-            bounds.check(_request_type(ctx.api_key, ctx.api_version), frame, pos)
+        # kio's native reader reserves memory for an array from its count before reading it,
+        # compact or legacy (a huge count aborts the process): check every count first.
+        bounds.check(_request_type(ctx.api_key, ctx.api_version), frame, pos)
         entity, _size = _request_reader(ctx.api_key, ctx.api_version)(frame, pos)
-        if ctx.flexible:  # legacy readers already refuse null where it is not allowed
-            nullcheck.check(entity)
+        # kio reads a null array (compact 0 or legacy -1) as None even where the schema forbids it.
+        nullcheck.check(entity)
     except Exception as exc:  # kio raises assorted errors on bad bytes
         raise ProtocolError(
             f"cannot decode api_key={ctx.api_key} v{ctx.api_version}: {exc}"
