@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from ..records import BatchHeader, InvalidBatch, validate_produced
 from ..storage.log import StorageError
 from ..storage.producer_state import ProducerError
-from ..topics import TopicError
+from ..topics import INTERNAL_TOPICS, INVALID_TOPIC_EXCEPTION, TopicError
 from ..validation import BatchRejected, check_client_batch, check_records
 from . import handles, produce_order
 
@@ -62,6 +62,11 @@ class _Staged:
 
 def _stage(broker: Broker, topic_name: str, index: int, records: bytes | None) -> _Staged | dict:
     """Framing, CRC and LogValidator's batch checks; the record walk too unless it is costly."""
+    if topic_name in INTERNAL_TOPICS:
+        # ReplicaManager.appendToLocalLog: only the coordinators write there (they append to the
+        # log directly), or a client could leave records they cannot replay at start.
+        return _partition_result(index, INVALID_TOPIC_EXCEPTION,
+                                 f"Cannot append to internal topic {topic_name}")
     try:
         partition = broker.topics.partition(topic_name, index)
     except TopicError as exc:

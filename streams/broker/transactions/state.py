@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -18,6 +19,8 @@ from ..records import Record, build_batch, decode_records, iter_batches, validat
 
 if TYPE_CHECKING:
     from ..topics import Topic
+
+log = logging.getLogger(__name__)
 
 EMPTY = "Empty"
 ONGOING = "Ongoing"
@@ -87,11 +90,19 @@ class TransactionLog:
                     if not header.is_control:
                         for record in decode_records(data[_pos : _pos + header.size]):
                             if record.key is not None:
-                                latest[record.key.decode()] = record.value
+                                latest[record.key.decode(errors="replace")] = record.value
                     offset = header.last_offset + 1
         for tid, value in latest.items():
-            if value is not None:
+            if value is None:
+                continue
+            try:
                 yield TxnMetadata.from_json(tid, value)
+            except (ValueError, KeyError, TypeError) as exc:
+                # Kafka's TransactionStateManager skips records it cannot interpret while loading
+                # ("Unknown message key ... Ignoring it"); refusing would keep the whole broker
+                # from starting.
+                log.warning("skipping unreadable record for transactional id %r in %s: %s",
+                            tid, self.topic.name, exc)
 
     async def write(self, meta: TxnMetadata, durable: bool = True) -> None:
         """Append the metadata; with ``durable`` return only once it is fsynced."""
