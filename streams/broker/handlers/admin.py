@@ -35,6 +35,9 @@ RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_DEFAULT = 5
+# Kafka's longest resource name is a topic's (Topic.MAX_NAME_LENGTH, 249); error messages quote
+# the name, and a longer one could overflow the response's int16-length string.
+MAX_RESOURCE_NAME = 249
 
 # DescribeConfigs v3+ config_type of each topic config, as Kafka declares it
 # (1 BOOLEAN, 2 STRING, 3 INT, 5 LONG, 6 DOUBLE, 7 LIST).
@@ -180,6 +183,11 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
                                  "resource_type": resource.resource_type,
                                  "resource_name": resource.resource_name, "configs": []}
         results.append(entry)
+        if len(resource.resource_name) > MAX_RESOURCE_NAME:
+            entry.update(error_code=INVALID_REQUEST, error_message=(
+                f"resource name of {len(resource.resource_name)} characters is longer than "
+                f"{MAX_RESOURCE_NAME}"))
+            continue
         wanted = set(resource.configuration_keys) if resource.configuration_keys else None
         if resource.resource_type == RESOURCE_TOPIC:
             try:
