@@ -37,6 +37,7 @@ class _Changelog:
     state: ChangelogState
     next_offset: int | None = None  # None: not positioned yet
     end: int = 0
+    sought: bool = False  # the restore consumer stands at next_offset
 
 
 class StateUpdater:
@@ -163,13 +164,17 @@ class StateUpdater:
         """Assign the partitions still restoring (aiokafka's assign resets positions, so every
         one is sought again to where its restoration stands)."""
         wanted = frozenset(tp for tp, c in self._changelogs.items() if c.next_offset is not None)
-        if wanted == self._assigned:
-            return
         assert self._consumer is not None
-        self._consumer.assign(list(wanted))
+        if wanted != self._assigned:
+            self._consumer.assign(list(wanted))
+            self._assigned = wanted
+            for tp in wanted:
+                self._changelogs[tp].sought = False
         for tp in wanted:
-            self._consumer.seek(tp, self._changelogs[tp].next_offset)  # type: ignore[arg-type]
-        self._assigned = wanted
+            changelog = self._changelogs[tp]
+            if not changelog.sought:  # new, or re-added after a removal: seek it
+                self._consumer.seek(tp, changelog.next_offset)  # type: ignore[arg-type]
+                changelog.sought = True
 
     async def _restore_batch(self) -> None:
         assert self._consumer is not None
@@ -179,11 +184,12 @@ class StateUpdater:
                 await asyncio.wait_for(self._wakeup.wait(), 0.1)
             return
         started = time.monotonic()
+        fetching = {tp: c for tp, c in self._changelogs.items() if c.sought}
         batch = await self._consumer.getmany(timeout_ms=100, max_records=BATCH_RECORDS)
         for tp, records in batch.items():
             changelog = self._changelogs.get(tp)
-            if changelog is None or not records:
-                continue  # its task was removed while we fetched
+            if changelog is None or changelog is not fetching.get(tp) or not records:
+                continue  # its task was removed (or re-added) while we fetched
             restore = changelog.store.restore
             for record in records:
                 restore(record.key, record.value, record.timestamp)
@@ -191,7 +197,7 @@ class StateUpdater:
         for tp in self._assigned:
             changelog = self._changelogs.get(tp)
             position = fetch_position(self._consumer, tp)
-            if changelog is not None and position is not None:
+            if changelog is not None and changelog is fetching.get(tp) and position is not None:
                 changelog.next_offset = position
         self._complete_caught_up()
         if batch:

@@ -233,8 +233,12 @@ class StreamThread:
             if committer.pending_done():
                 async with self.lock:
                     await committer.await_pending()
-        busy = self._has_work(gen) or gen.collector.pending()
-        return await self._getmany(gen, 0 if busy else self.config.poll_ms)
+        if self._has_work(gen) or gen.collector.pending():
+            # getmany(0) returns buffered records without suspending: yield to the event
+            # loop once per slice so heartbeats and the commit in flight run.
+            await asyncio.sleep(0)
+            return await self._getmany(gen, 0)
+        return await self._getmany(gen, self.config.poll_ms)
 
     async def _getmany(self, gen: ClientGeneration, timeout_ms: int
                        ) -> tuple[dict[TopicPartition, list[Any]], int | None]:

@@ -1,6 +1,7 @@
 """A counting application for crash tests, run as a child process.
 
 Usage: python counting_app.py BOOTSTRAP GUARANTEE STATE_DIR [CACHE_MAX_BYTES]
+(the environment variable COUNTING_APP_CONFIG may hold a JSON object of further settings)
 Counts records per key from ``crash-input`` into ``crash-counts``; prints state changes; stops
 cleanly on SIGTERM. The record cache is off unless CACHE_MAX_BYTES is given, so that every
 count appears in the output and the crash test can check the exact sequence 1, 2, ..., n.
@@ -8,7 +9,9 @@ count appears in the output and the crash test can check the exact sequence 1, 2
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -34,6 +37,7 @@ def main() -> None:
         "processing.guarantee": guarantee, "commit.interval.ms": 50, "state.dir": state_dir,
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
         "max.poll.records": 50, "statestore.cache.max.bytes": cache_max_bytes,
+        **json.loads(os.environ.get("COUNTING_APP_CONFIG", "{}")),
     })
     stopped = threading.Event()
     streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))

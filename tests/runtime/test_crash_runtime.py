@@ -9,6 +9,7 @@ exactly-once output must be strictly increasing and end at the exact count.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -31,10 +32,11 @@ KILLS = 4
 
 class App:
     def __init__(self, bootstrap: str, guarantee: str, state_dir: Path, log: Path,
-                 cache_max_bytes: int = 0) -> None:
+                 cache_max_bytes: int = 0, config: dict | None = None) -> None:
         self.log = log
         env = dict(os.environ, PYTHONUNBUFFERED="1",
-                   PYTHONPATH=str(Path(__file__).parents[2]))
+                   PYTHONPATH=str(Path(__file__).parents[2]),
+                   COUNTING_APP_CONFIG=json.dumps(config or {}))
         with open(log, "w") as out:
             self.proc = subprocess.Popen(
                 [sys.executable, str(SCRIPT), bootstrap, guarantee, str(state_dir),
