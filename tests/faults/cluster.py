@@ -61,11 +61,15 @@ class AppInstance:
         return "running" if states and states[-1] == "STATE RUNNING" else "busy"
 
     def last_error(self) -> str:
-        """The last exception line of this start's output (for incident reports)."""
-        lines = [line for line in self.current_output().splitlines()
-                 if line and not line.startswith((" ", "STATE", "Traceback"))]
-        errors = [line for line in lines if "Error" in line or "Exception" in line]
-        return (errors or lines or ["(no output)"])[-1][:300]
+        """What happened to this start (for incident reports): ERROR or the exit code, and
+        the last logged exception line if any (a CancelledError is not logged by KafkaStreams)."""
+        text = self.current_output()
+        what = ("entered state ERROR" if "STATE ERROR" in text
+                else f"exited with code {self.proc.poll() if self.proc else None}")
+        errors = [line for line in text.splitlines()
+                  if ("Error" in line or "Exception" in line) and not line.startswith(" ")
+                  and "NodeNotReady" not in line and "Unable connect" not in line]
+        return f"{what}; last error logged: {errors[-1][:300] if errors else '(none)'}"
 
     def kill(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
