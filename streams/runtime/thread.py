@@ -24,6 +24,9 @@ from aiokafka.errors import (
     IllegalGenerationError,
     InvalidProducerEpoch,
     InvalidTxnState,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
     ProducerFenced,
     RebalanceInProgressError,
     UnknownMemberIdError,
@@ -56,6 +59,8 @@ log = logging.getLogger(__name__)
 MIGRATION_ERRORS = (CommitFailedError, IllegalGenerationError, UnknownMemberIdError,
                     RebalanceInProgressError, ProducerFenced, InvalidProducerEpoch,
                     InvalidTxnState, FencedByGroupError)
+
+LOST_BROKER_ERRORS = (KafkaConnectionError, KafkaTimeoutError)
 
 PROCESS_CHUNK = 100  # records per task between checks of the time slice
 PROCESS_SLICE_S = 0.1  # one iteration processes at most this long before polling again
@@ -205,6 +210,20 @@ class StreamThread:
         except TaskMigrated:
             await self._abandon(gen, None)
             raise
+        except asyncio.CancelledError as exc:
+            await self._abandon(gen, exc)
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # the app is being stopped
+            # A client cancelled an operation we awaited (aiokafka does when a connection
+            # or its coordinator goes away): start over with fresh clients.
+            raise TaskMigrated(f"a client operation was cancelled: {exc!r}") from exc
+        except KafkaError as exc:
+            await self._abandon(gen, exc)
+            if not (exc.retriable or isinstance(exc, LOST_BROKER_ERRORS)):
+                raise
+            # The broker went away or timed out (a restart, an outage): abort what is open
+            # and rejoin with fresh clients once it is back.
+            raise TaskMigrated(repr(exc)) from exc
         except HandlerFailedError:
             await self._deliver_before_failing(gen)
             await self._abandon(gen, None)
