@@ -20,6 +20,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class RunTimeoutError(TimeoutError):
+    """``run()`` gave up waiting and cancelled the coroutine (a ``TimeoutError`` the coroutine
+    raises itself passes through as it is)."""
+
+
 class LoopThread:
     """``start()`` runs a new event loop on a daemon thread; ``run``/``submit`` hand it coroutines;
     ``stop()`` cancels what is still pending, lets it unwind, closes the loop and joins the
@@ -77,14 +82,14 @@ class LoopThread:
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and return its result (or raise its exception). Past
-        ``timeout`` seconds the coroutine is cancelled and ``TimeoutError`` raised."""
+        ``timeout`` seconds the coroutine is cancelled and ``RunTimeoutError`` raised."""
         if self._thread is threading.current_thread():
             coro.close()
             raise RuntimeError(f"{self.name}: run() from the loop's own thread would deadlock")
         future = self.submit(coro)
         done, _ = concurrent.futures.wait([future], timeout)
         if not done and future.cancel():  # cancel() is False if it finished meanwhile
-            raise TimeoutError(f"{self.name}: no result within {timeout} s")
+            raise RunTimeoutError(f"{self.name}: no result within {timeout} s")
         return future.result()
 
     def stop(self, timeout: float = 30.0) -> bool:
@@ -135,4 +140,4 @@ def _cancel_pending(loop: asyncio.AbstractEventLoop) -> None:
             log.debug("task %r failed while the loop stopped", task, exc_info=task.exception())
 
 
-__all__ = ["LoopThread"]
+__all__ = ["LoopThread", "RunTimeoutError"]

@@ -7,12 +7,12 @@ worker behaves exactly as under ``streams connect``; only the loop lives elsewhe
 from __future__ import annotations
 
 import asyncio
-import threading
 from pathlib import Path
 from typing import Any
 
 from connect.runtime.config import WorkerConfig
 from connect.runtime.standalone import ConnectProcess, StandaloneWorker
+from streams.loop_thread import LoopThread
 
 
 class BackgroundWorker:
@@ -20,9 +20,7 @@ class BackgroundWorker:
 
     def __init__(self, process: ConnectProcess) -> None:
         self.process = process
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True,
-                                       name="connect-worker")
+        self._loop_thread = LoopThread("connect-worker")
 
     @classmethod
     def standalone(cls, bootstrap: str, offsets_file: str | Path,
@@ -43,12 +41,17 @@ class BackgroundWorker:
     def url(self) -> str:
         return self.process.url
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        """The worker's event loop (running once ``start()`` was called)."""
+        return self._loop_thread.loop
+
     def call(self, coro: Any, timeout: float = 60.0) -> Any:
         """Run a coroutine on the worker's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        return self._loop_thread.run(coro, timeout)
 
     def start(self, timeout: float = 60.0) -> BackgroundWorker:
-        self.thread.start()
+        self._loop_thread.start()
         self.call(self.process.start(), timeout)
         return self
 
@@ -67,11 +70,10 @@ class BackgroundWorker:
         self.call(herder.delete_connector(name), timeout)
 
     def stop(self, timeout: float = 60.0) -> None:
-        if not self.thread.is_alive():
+        """Stop the worker (connectors, tasks, REST), then its loop; a second call does nothing."""
+        if not self._loop_thread.running:
             return
         try:
             self.call(self.process.stop(), timeout)
         finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join(timeout)
-            self.loop.close()
+            self._loop_thread.stop(timeout)

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from streams.loop_thread import LoopThread
+from streams.loop_thread import LoopThread, RunTimeoutError
 
 
 @pytest.fixture
@@ -58,8 +58,9 @@ def test_a_timeout_error_raised_by_the_coroutine_is_not_mistaken_for_ours(
     async def times_out() -> None:
         raise TimeoutError("the broker's")
 
-    with pytest.raises(TimeoutError, match="the broker's"):
+    with pytest.raises(TimeoutError, match="the broker's") as raised:
         loop_thread.run(times_out(), timeout=10)
+    assert not isinstance(raised.value, RunTimeoutError)
 
 
 def test_run_past_its_timeout_cancels_the_coroutine(loop_thread: LoopThread) -> None:
@@ -72,7 +73,7 @@ def test_run_past_its_timeout_cancels_the_coroutine(loop_thread: LoopThread) -> 
             cancelled.set()
             raise
 
-    with pytest.raises(TimeoutError, match="test-loop"):
+    with pytest.raises(RunTimeoutError, match="test-loop"):
         loop_thread.run(forever(), timeout=0.05)
     assert cancelled.wait(10)
     assert loop_thread.run(_answer(), timeout=10) == 42
