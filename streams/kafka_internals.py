@@ -8,7 +8,11 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
   coordinator cannot check);
 - OffsetFetch with ``require_stable`` (v7+, KIP-447), which a read_committed consumer sends so
   it never starts from offsets that an open transaction is about to replace;
-- a partition's fetch position without an await, and the client behind a consumer.
+- a partition's fetch position without an await, and the client behind a consumer;
+- a group member's forced rejoin (Kafka's ``enforceRebalance``; Connect's leader uses it too);
+- cluster metadata on demand: a refresh now, and every topic with its partitions (Connect's
+  config/offset/status logs and the Spark source's planning);
+- a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups).
 Everything else uses aiokafka's public API.
 """
 
@@ -20,11 +24,12 @@ import logging
 import time
 from dataclasses import dataclass
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka import errors as Errors
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
+from aiokafka.cluster import ClusterMetadata
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import (
@@ -37,6 +42,9 @@ from aiokafka.protocol.types import (
     Schema,
     TaggedFields,
 )
+
+if TYPE_CHECKING:
+    from aiokafka.admin import AIOKafkaAdminClient
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +110,27 @@ def request_rejoin(consumer: Any) -> None:
 async def wait_on_metadata(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
     """The partitions of ``topic``, waiting for its metadata (auto-created topics appear late)."""
     return await client_of(consumer)._wait_on_metadata(topic)  # noqa: SLF001
+
+
+async def refresh_metadata(client: AIOKafkaConsumer | AIOKafkaProducer) -> bool:
+    """Fetch cluster metadata now and wait for it (True if it was updated). A consumer that
+    assigns partitions by hand never subscribes, so nothing else makes aiokafka learn a topic
+    that was created after the consumer started."""
+    return bool(await client_of(client).force_metadata_update())
+
+
+async def cluster_metadata(client: AIOKafkaConsumer | AIOKafkaProducer) -> ClusterMetadata:
+    """Metadata of every topic with its partitions, from one Metadata request for all topics
+    (the public ``consumer.topics()`` drops the partitions). Asking for all topics never
+    auto-creates one."""
+    return await client_of(client).fetch_all_metadata()
+
+
+async def send_to_node(admin: AIOKafkaAdminClient, node_id: int, request: Request) -> Any:
+    """Send one request to one broker through an admin client and return its response, for the
+    admin calls aiokafka lacks (DeleteGroups). Waits for the connection as the admin's own
+    calls do."""
+    return await admin._send_request_to_node(node_id, request)  # noqa: SLF001
 
 
 # -- TxnOffsetCommit v3 (KIP-447) ---------------------------------------------------------------
@@ -342,6 +371,6 @@ def _stable_offsets(resp: Any) -> dict[TopicPartition, int]:
 
 __all__ = [
     "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
-    "client_of", "fetch_position", "fetch_stable_offsets", "group_metadata", "request_rejoin",
-    "wait_on_metadata",
+    "client_of", "cluster_metadata", "fetch_position", "fetch_stable_offsets", "group_metadata",
+    "refresh_metadata", "request_rejoin", "send_to_node", "wait_on_metadata",
 ]

@@ -36,6 +36,7 @@ from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
 from connect.runtime.standalone import ConnectProcess
 from connect.runtime.status import State, Status, TargetState, TaskId
 from streams.config import ConfigError
+from streams.kafka_internals import request_rejoin
 
 log = logging.getLogger("connect.distributed")
 
@@ -206,7 +207,7 @@ class DistributedHerder(Herder):
                 log.exception("reconciling the worker with its assignment failed")
             if self.is_leader and self.member is not None \
                     and self.assignment_basis() != self.last_basis:
-                self.member._coordinator.request_rejoin()
+                request_rejoin(self.member)
 
     async def _changed(self) -> None:
         self._wake.set()

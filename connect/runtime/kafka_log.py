@@ -19,6 +19,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
 from connect.runtime.offsets import OffsetStore, offset_key, parse_key
+from streams.kafka_internals import refresh_metadata
 
 log = logging.getLogger("connect.kafkalog")
 
@@ -45,7 +46,7 @@ class KafkaLog:
         await self.consumer.start()
         partitions = self.consumer.partitions_for_topic(self.topic)
         if not partitions:
-            await self.consumer._client.force_metadata_update()
+            await refresh_metadata(self.consumer)
             partitions = self.consumer.partitions_for_topic(self.topic) or {0}
         tps = [TopicPartition(self.topic, p) for p in sorted(partitions)]
         self.consumer.assign(tps)

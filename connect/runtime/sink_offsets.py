@@ -6,6 +6,7 @@ from aiokafka.protocol.admin import DeleteGroupsRequest
 from aiokafka.structs import TopicPartition
 
 from connect.runtime import clients
+from streams.kafka_internals import send_to_node
 
 
 def group_id(connector: str) -> str:
@@ -27,7 +28,7 @@ async def _delete_group(bootstrap: str, connector: str) -> None:
     await admin.start()
     try:
         node = await admin.find_coordinator(group_id(connector))
-        response = await admin._send_request_to_node(node, DeleteGroupsRequest([group_id(connector)]))
+        response = await send_to_node(admin, node, DeleteGroupsRequest([group_id(connector)]))
         for _name, code in response.results:
             if code not in (0, 69):  # 69: GROUP_ID_NOT_FOUND (nothing committed yet)
                 raise RuntimeError(f"could not delete consumer group {group_id(connector)}: "

@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Iterator
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -35,6 +34,8 @@ from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.memory_records import MemoryRecords
 
+from streams.kafka_internals import client_of, cluster_metadata
+from streams.loop_thread import LoopThread, RunTimeoutError
 from streams.spark.source_offsets import ClientSettings
 
 log = logging.getLogger("streams.spark.source")
@@ -102,8 +103,7 @@ class OffsetClient:
 
     def __init__(self, settings: ClientSettings) -> None:
         self.settings = settings
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._loop_thread: LoopThread | None = None
         self._consumer: AIOKafkaConsumer | None = None
         self._lock = threading.Lock()
 
@@ -115,12 +115,9 @@ class OffsetClient:
 
     def _call(self, fn: Callable[[AIOKafkaConsumer], Awaitable[T]]) -> T:
         with self._lock:
-            if self._loop is None:
-                self._loop = asyncio.new_event_loop()
-                self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                                name="streams-spark-offsets")
-                self._thread.start()
-            loop = self._loop
+            if self._loop_thread is None:
+                self._loop_thread = LoopThread("streams-spark-offsets").start()
+            loop_thread = self._loop_thread
 
         async def run() -> T:
             if self._consumer is None:
@@ -129,12 +126,10 @@ class OffsetClient:
                 self._consumer = consumer
             return await fn(self._consumer)
 
-        future = asyncio.run_coroutine_threadsafe(run(), loop)
         timeout = self.settings.request_timeout_ms / 1000 * 2 + 10
         try:
-            return future.result(timeout)
-        except FutureTimeout:
-            future.cancel()
+            return loop_thread.run(run(), timeout)
+        except RunTimeoutError:
             raise TimeoutError(f"no answer from the broker at {self.settings.bootstrap_servers} "
                                f"within {timeout:.0f} s") from None
 
@@ -142,9 +137,7 @@ class OffsetClient:
         """{topic: partition ids} of every non-internal topic (one Metadata request)."""
 
         async def fetch(consumer: AIOKafkaConsumer) -> dict[str, list[int]]:
-            # The public consumer.topics() drops the partitions; this is the call it makes.
-            # Asking for all topics (not for the subscribed ones) never auto-creates a topic.
-            metadata = await consumer._client.fetch_all_metadata()
+            metadata = await cluster_metadata(consumer)  # never auto-creates a topic
             return {topic: sorted(metadata.partitions_for_topic(topic) or ())
                     for topic in metadata.topics(exclude_internal_topics=True)
                     if not topic.startswith("__")}
@@ -175,20 +168,16 @@ class OffsetClient:
 
     def close(self) -> None:
         with self._lock:
-            loop, thread, consumer = self._loop, self._thread, self._consumer
-            self._loop = self._thread = self._consumer = None
-        if loop is None:
+            loop_thread, consumer = self._loop_thread, self._consumer
+            self._loop_thread = self._consumer = None
+        if loop_thread is None:
             return
         if consumer is not None:
             try:
-                asyncio.run_coroutine_threadsafe(consumer.stop(), loop).result(30)
+                loop_thread.run(consumer.stop(), 30)
             except Exception:  # closing is best effort: the query is ending anyway
                 log.debug("closing the offset consumer failed", exc_info=True)
-        loop.call_soon_threadsafe(loop.stop)
-        if thread is not None:
-            thread.join(30)
-        if not loop.is_running():
-            loop.close()
+        loop_thread.stop(30)
 
     def __getstate__(self) -> dict[str, Any]:
         # Never ship a live client (thread, loop, sockets) to a worker: it starts anew there.
@@ -354,7 +343,7 @@ class _RangeReader:
     def __init__(self, rng: Range, consumer: AIOKafkaConsumer) -> None:
         self.rng = rng
         self.consumer = consumer
-        self.client = consumer._client  # the consumer's AIOKafkaClient
+        self.client = client_of(consumer)
         self.tp = TopicPartition(rng.topic, rng.partition)
         self.position = rng.start
         self.end = rng.end
