@@ -2,7 +2,9 @@
 
 Each connection reads frames in a loop and starts one task per request; a writer sends the
 answers strictly in request order. Pipelined produce requests therefore overlap their fsync waits
-(group commit), while clients still see Kafka's in-order responses.
+(group commit), while clients still see Kafka's in-order responses. A fetch answers with a
+``Frame`` whose record sets are ranges of segment files: the writer sends those with sendfile(2),
+as Kafka does (FileChannel.transferTo), so records never pass through Python.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import struct
 from collections.abc import Awaitable
 from typing import Any
@@ -29,6 +32,7 @@ from .protocol import (
     parse_header,
 )
 from .storage.files import FILES
+from .storage.slices import FileSlice, Frame
 from .topics import TopicManager
 from .transactions.coordinator import TransactionCoordinator
 
@@ -154,10 +158,10 @@ class Broker:
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
         client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
-        responses: asyncio.Queue[asyncio.Task[bytes | None] | None] = asyncio.Queue(
+        responses: asyncio.Queue[asyncio.Task[bytes | Frame | None] | None] = asyncio.Queue(
             MAX_IN_FLIGHT_PER_CONNECTION
         )
-        in_flight: set[asyncio.Task[bytes | None]] = set()
+        in_flight: set[asyncio.Task[bytes | Frame | None]] = set()
         sender = asyncio.ensure_future(self._send_responses(responses, writer, peer))
         try:
             while not sender.done():
@@ -200,12 +204,14 @@ class Broker:
         finally:
             for pending in (*in_flight, sender):
                 pending.cancel()
+            _release_unsent(responses)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
-    def _dispatch(self, frame: bytes, client_host: str, peer: Any) -> asyncio.Task[bytes | None]:
+    def _dispatch(self, frame: bytes, client_host: str, peer: Any
+                  ) -> asyncio.Task[bytes | Frame | None]:
         ctx, pos = parse_header(frame)
         ctx.client_host = client_host
         spec = handlers.REGISTRY.get(ctx.api_key)
@@ -223,11 +229,11 @@ class Broker:
         return asyncio.ensure_future(self._handle(spec.func, ctx, body, peer))
 
     async def _handle(self, func: handlers.Handler, ctx: RequestContext, body: Any,
-                      peer: Any) -> bytes | None:
+                      peer: Any) -> bytes | Frame | None:
         try:
-            result = await func(self, ctx, body)
-            if result is None:
-                return None
+            result: Any = await func(self, ctx, body)
+            if result is None or type(result) is Frame:
+                return result
             return encode_response(ctx, result)
         except asyncio.CancelledError:
             raise
@@ -241,11 +247,16 @@ class Broker:
 
     async def _send_responses(
         self,
-        responses: asyncio.Queue[asyncio.Task[bytes | None] | None],
+        responses: asyncio.Queue[asyncio.Task[bytes | Frame | None] | None],
         writer: asyncio.StreamWriter,
         peer: Any,
     ) -> None:
         broken = False
+        transport = writer.transport
+        sock = writer.get_extra_info("socket")
+        # sendfile(2) writes plain TCP only; over TLS the file slices are read and written.
+        sock_fd = sock.fileno() if sock is not None and \
+            writer.get_extra_info("sslcontext") is None else -1
         while True:
             task = await responses.get()
             if task is None:
@@ -255,16 +266,88 @@ class Broker:
                 broken = True
                 writer.close()
                 continue
-            if data is None or broken:
+            if data is None:
+                continue
+            if broken:
+                if type(data) is Frame:
+                    data.release()
                 continue
             try:
-                writer.write(data)
-                if writer.transport.get_write_buffer_size() > (1 << 22):
+                if type(data) is Frame:
+                    await _write_frame(transport, sock_fd, data)
+                else:
+                    transport.write(data)
+                if transport.get_write_buffer_size() > (1 << 22):
                     await writer.drain()
-            except ConnectionError:
+            except (ConnectionError, RuntimeError, OSError) as exc:
+                # RuntimeError: loop.sendfile on a transport that is closing.
+                if not isinstance(exc, ConnectionError) and not transport.is_closing():
+                    log.warning("closing connection from %s: writing a response failed: %s",
+                                peer, exc)
+                    transport.abort()
                 broken = True
 
 
+async def _write_frame(transport: asyncio.WriteTransport, sock_fd: int, frame: Frame) -> None:
+    """Write a frame's bytes and file slices in order, then unpin its files."""
+    try:
+        for part in frame.parts:
+            if type(part) is not FileSlice:
+                transport.write(part)
+            elif sock_fd < 0:
+                data = os.pread(part.fd, part.size, part.position)
+                if len(data) != part.size:
+                    raise OSError(f"segment file ended {part.size - len(data)} bytes early")
+                transport.write(data)
+            else:
+                await _sendfile(transport, sock_fd, part)
+    finally:
+        frame.release()
+
+
+async def _sendfile(transport: asyncio.WriteTransport, sock_fd: int, part: FileSlice) -> None:
+    """sendfile(2) straight away while the socket takes it (the transport holds nothing
+    unsent, so the order is kept); loop.sendfile waits for room for the rest."""
+    offset, left = part.position, part.size
+    if transport.get_write_buffer_size() == 0:
+        while left:
+            try:
+                sent = os.sendfile(sock_fd, part.fd, offset, left)
+            except (BlockingIOError, InterruptedError):
+                break
+            if sent == 0:
+                raise OSError(f"segment file ended {left} bytes early")
+            offset += sent
+            left -= sent
+    if left:
+        loop = asyncio.get_running_loop()
+        sent = await loop.sendfile(transport, _Descriptor(part.fd), offset, left,  # type: ignore[arg-type]
+                                   fallback=False)
+        if sent != left:
+            raise OSError(f"segment file ended {left - sent} bytes early")
+
+
+class _Descriptor:
+    """The file object loop.sendfile wants, around a pinned descriptor it must not close.
+    (asyncio moves the descriptor's file position when done; the log only uses pread/pwrite.)"""
+
+    mode = "rb"
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def fileno(self) -> int:
+        return self._fd
+
+
+def _release_unsent(responses: asyncio.Queue[asyncio.Task[bytes | Frame | None] | None]
+                    ) -> None:
+    """Unpin the files of answers the connection closed before sending."""
+    while not responses.empty():
+        task = responses.get_nowait()
+        if task is not None and task.done() and not task.cancelled() \
+                and task.exception() is None and type(task.result()) is Frame:
+            task.result().release()  # type: ignore[union-attr]
 
 
 async def _ready(data: bytes) -> bytes:

@@ -6,9 +6,13 @@ instead open their log and index files on use through this least-recently-used c
 closes the coldest files beyond ``capacity``.
 
 Thread safety: the event loop and worker threads (fsync in an executor, the cleaner) share it.
-Code that uses a descriptor across a call pins it (``pinned``); a pinned file is never closed by
-eviction. Only callers that pass ``evict=True`` (the event loop) close other files; worker
-threads may push the cache over its capacity until the loop trims it again.
+Code that uses a descriptor across a call pins it (``pinned``, or ``acquire``/``release`` when the
+use outlives a block: a fetch response sent with sendfile(2) after its handler returned). A pinned
+descriptor is never closed by eviction, and ``close`` (segment deleted by retention, replaced by
+the cleaner) defers closing it to its last release: the number cannot be reused for another file
+while a response still reads from it, and an unlinked file stays readable until then. Only
+callers that pass ``evict=True`` (the event loop) close other files; worker threads may push the
+cache over its capacity until the loop trims it again.
 """
 
 from __future__ import annotations
@@ -39,7 +43,8 @@ class FileCache:
     def __init__(self, capacity: int = 512) -> None:
         self.capacity = capacity
         self._fds: OrderedDict[Key, int] = OrderedDict()
-        self._pins: dict[Key, int] = {}
+        self._pins: dict[int, int] = {}  # descriptor -> pin count
+        self._closed_while_pinned: set[int] = set()  # closed at their last release
         self._lock = threading.Lock()
 
     def __len__(self) -> int:
@@ -69,19 +74,34 @@ class FileCache:
     @contextmanager
     def pinned(self, owner: HasFiles, kind: str, evict: bool = True) -> Iterator[int]:
         """A descriptor nobody closes until the block ends."""
-        key = (owner, kind)
-        with self._lock:
-            fd = self._get(owner, kind, evict)
-            self._pins[key] = self._pins.get(key, 0) + 1
+        fd = self.acquire(owner, kind, evict)
         try:
             yield fd
         finally:
-            with self._lock:
-                left = self._pins[key] - 1
-                if left:
-                    self._pins[key] = left
-                else:
-                    del self._pins[key]
+            self.release(fd)
+
+    def acquire(self, owner: HasFiles, kind: str, evict: bool = True) -> int:
+        """A pinned descriptor of ``owner``'s file ``kind``; give it back with ``release``."""
+        with self._lock:
+            fd = self._get(owner, kind, evict)
+            self._pins[fd] = self._pins.get(fd, 0) + 1
+            return fd
+
+    def release(self, fd: int) -> None:
+        with self._lock:
+            left = self._pins[fd] - 1
+            if left:
+                self._pins[fd] = left
+                return
+            del self._pins[fd]
+            if fd in self._closed_while_pinned:
+                self._closed_while_pinned.discard(fd)
+                os.close(fd)
+
+    def pinned_count(self) -> int:
+        """Descriptors pinned now (tests: every response gives its pins back)."""
+        with self._lock:
+            return len(self._pins)
 
     def _trim(self, size: int) -> None:
         if len(self._fds) <= size:
@@ -89,15 +109,20 @@ class FileCache:
         for key in list(self._fds):
             if len(self._fds) <= size:
                 break
-            if key not in self._pins:
+            if self._fds[key] not in self._pins:
                 os.close(self._fds.pop(key))
 
     def close(self, owner: HasFiles, kinds: tuple[str, ...] = (LOG, INDEX, TIME_INDEX)) -> None:
-        """Close ``owner``'s files (segment closed, deleted or replaced)."""
+        """Close ``owner``'s files (segment closed, deleted or replaced); a pinned one at its
+        last release."""
         with self._lock:
             for kind in kinds:
                 fd = self._fds.pop((owner, kind), None)
-                if fd is not None:
+                if fd is None:
+                    continue
+                if fd in self._pins:
+                    self._closed_while_pinned.add(fd)
+                else:
                     os.close(fd)
 
 

@@ -292,19 +292,28 @@ class PartitionLog:
 
     def read(self, offset: int, max_bytes: int, upper_offset: int | None = None) -> bytes:
         """Stored batches from ``offset`` (whole batches, at least one), below ``upper_offset``."""
+        found = self.locate(offset, max_bytes, upper_offset)
+        if found is None:
+            return b""
+        segment, start, stop = found
+        return segment.read_range(start, stop)
+
+    def locate(self, offset: int, max_bytes: int, upper_offset: int | None = None
+               ) -> tuple[Segment, int, int] | None:
+        """Where ``read`` would read: (segment, start, stop) file positions, or None."""
         upper = self.next_offset if upper_offset is None else upper_offset
         if offset >= upper:
-            return b""
+            return None
         index = self.segments.index(self.segment_for(offset))  # type: ignore[arg-type]
         for segment in self.segments[index:]:
             if segment.next_offset <= offset:
                 continue
-            data = segment.read(offset, max_bytes)
-            if upper < segment.next_offset and data:
-                data = _cut_at_offset(data, upper)
-            if data:
-                return data
-        return b""
+            if segment.base_offset >= upper:
+                return None
+            start, stop = segment.locate(offset, max_bytes, upper)
+            if stop > start:
+                return segment, start, stop
+        return None
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first batch with a timestamp >= ``timestamp``."""
@@ -393,12 +402,3 @@ def _fields_after_offset(header: BatchHeader, now_ms: int, append_time: bool) ->
     if append_time:
         values = values[:6] + (now_ms, now_ms) + values[8:]
     return values
-
-
-def _cut_at_offset(data: bytes, upper: int) -> bytes:
-    stop = 0
-    for rel, h in iter_batches(data):
-        if h.base_offset >= upper:
-            break
-        stop = rel + h.size
-    return data[:stop]

@@ -25,6 +25,11 @@ log = logging.getLogger(__name__)
 _INDEX_ENTRY = struct.Struct(">II")  # relative offset, position
 _TIME_ENTRY = struct.Struct(">qI")  # timestamp, relative offset
 _SCAN_CHUNK = 1 << 20
+# A batch's first 27 bytes: base offset, length, leader epoch, magic, CRC, attributes and the
+# last offset delta; what a fetch needs to pick whole batches without reading their records.
+_BATCH_PREFIX = struct.Struct(">qiibIhi")
+_HEADER_WINDOW = 4096
+_NO_UPPER = 1 << 63
 
 
 def segment_name(base_offset: int) -> str:
@@ -245,41 +250,56 @@ class Segment:
         ``max_position`` bounds the read (e.g. to the last stable offset's position).
         """
         with self._log() as fd:
-            return self._read(fd, offset, max_bytes, max_position)
+            start, stop = self._locate(fd, offset, max_bytes, _NO_UPPER, max_position)
+            return os.pread(fd, stop - start, start) if stop > start else b""
 
-    def _read(self, fd: int, offset: int, max_bytes: int, max_position: int | None) -> bytes:
+    def read_range(self, start: int, stop: int) -> bytes:
+        with self._log() as fd:
+            return os.pread(fd, stop - start, start)
+
+    def locate(self, offset: int, max_bytes: int, upper_offset: int = -1) -> tuple[int, int]:
+        """File positions [start, stop) of what ``read`` returns, reading only batch headers,
+        and stopping before the first batch at or past ``upper_offset`` (-1: no bound). Fetch
+        sends that range with sendfile(2), so the records never pass through Python."""
+        with self._log() as fd:
+            return self._locate(fd, offset, max_bytes,
+                                _NO_UPPER if upper_offset < 0 else upper_offset, None)
+
+    def _locate(self, fd: int, offset: int, max_bytes: int, upper: int,
+                max_position: int | None) -> tuple[int, int]:
         end = self.size if max_position is None else min(self.size, max_position)
         pos = self.position_for(offset)
+        start = -1
+        buf = b""
+        buf_at = pos
+        window = _HEADER_WINDOW
         while pos < end:
-            want = min(end - pos, max_bytes + self.index_interval_bytes + HEADER_SIZE)
-            chunk = os.pread(fd, want, pos)
-            view = memoryview(chunk)
-            start: int | None = None
-            stop = 0
-            for rel, h in iter_batches(view):
-                if start is None:
-                    if h.last_offset < offset:
-                        stop = rel + h.size
-                        continue
-                    start = rel
-                if rel + h.size - start > max_bytes and rel > start:
+            rel = pos - buf_at
+            if rel + _BATCH_PREFIX.size > len(buf):
+                # Small batches: one read holds many headers. Big ones: read just the header.
+                buf = os.pread(fd, min(window, end - pos), pos)
+                buf_at, rel = pos, 0
+                if len(buf) < _BATCH_PREFIX.size:
+                    break  # a torn tail (cut at the next start)
+            base, length, _epoch, _magic, _crc, _attributes, last_delta = \
+                _BATCH_PREFIX.unpack_from(buf, rel)
+            size = length + 12
+            if size < HEADER_SIZE or pos + size > end:
+                break  # not a whole batch: never written by the broker, but never loop on it
+            if start < 0:
+                if base + last_delta < offset:
+                    pos += size
+                    continue
+                if base >= upper:
                     break
-                stop = rel + h.size
-            if start is not None:
-                if stop > start:
-                    return chunk[start:stop]
-                # The first wanted batch is bigger than the chunk: read exactly it.
-                h = parse_header(view, start)
-                return os.pread(fd, h.size, pos + start)
-            if stop == 0:
-                # A single batch bigger than the chunk starts it: return it if it holds the
-                # offset (at least one whole batch, KIP-74), else skip it.
-                h = parse_header(view, 0)
-                if h.last_offset >= offset:
-                    return os.pread(fd, h.size, pos)
-                stop = h.size
-            pos += stop
-        return b""
+                start = pos
+            elif base >= upper or pos + size - start > max_bytes:
+                break
+            pos += size
+            window = _HEADER_WINDOW if size < _HEADER_WINDOW else _BATCH_PREFIX.size
+        if start < 0:
+            return pos, pos
+        return start, pos
 
     def offset_for_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """First batch whose max timestamp >= ``timestamp``: (base offset, file position)."""
