@@ -18,7 +18,7 @@ $(VENV)/.installed: pyproject.toml
 demo: $(VENV)/.installed
 	$(PY) examples/demo.py
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed kafka-reference
 	$(PY) -m ruff check streams connect tests benchmarks examples
 	$(PY) -m pytest -q -rfE
 	$(PY) tests/external/kafka_python_suite.py
@@ -41,6 +41,17 @@ test-external: $(VENV)/.installed
 SOAK_MINUTES ?= 30
 soak: $(VENV)/.installed
 	$(PY) -m tests.faults.soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
+
+# Apache Kafka (pinned in tests/reference/pom.xml) for the reference tests: the jars and the Maven
+# repository go to .reference/ (git-ignored), downloaded once. Without java or mvn it says so and
+# goes on (the reference tests then skip with one line); a failed download fails this target but
+# not `make test` (target-specific variables reach prerequisites), whose reference tests then skip.
+.PHONY: kafka-reference
+test: KAFKA_REFERENCE_OPTIONAL := 1
+kafka-reference:
+	@if command -v java >/dev/null && command -v mvn >/dev/null; then \
+		$(PYTHON) tests/reference/kafka.py prepare || [ -n "$(KAFKA_REFERENCE_OPTIONAL)" ]; \
+	else echo "kafka-reference: java or mvn missing, the reference tests will skip"; fi
 
 lint: $(VENV)/.installed
 	$(PY) -m ruff check streams connect tests benchmarks examples

@@ -1,0 +1,317 @@
+"""The reference Apache Kafka: prepare its jars from Maven Central and run one KRaft node.
+
+    python tests/reference/kafka.py prepare
+    python tests/reference/kafka.py start --port P --data-dir D
+
+``start`` formats the storage (once per data directory) and runs a combined broker+controller
+in the foreground on 127.0.0.1:P; it prints one line when the broker answers Metadata and stops
+Kafka cleanly on SIGTERM or Ctrl-C. Standard library only, so any Python 3.11 runs it; the
+pytest fixture (conftest.py) imports the same functions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import ctypes
+import fcntl
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+POM = HERE / "pom.xml"
+REPO = HERE.parents[1]
+# Git-ignored cache inside the checkout: CI on a fresh clone downloads once per run.
+CACHE = Path(os.environ.get("KAFKA_REFERENCE_CACHE", REPO / ".reference"))
+LIBS = CACHE / "kafka-libs"
+M2 = CACHE / "m2"
+MARKER = LIBS / ".prepared"
+NODE_ID = 0  # the same node id as our broker's default, so replica assignments compare as-is
+JAVA_OPTS = ["-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Djava.awt.headless=true"]
+
+
+class PrepareError(RuntimeError):
+    """The jars cannot be prepared (no mvn, no network, a refused artifact)."""
+
+
+def kafka_version() -> str:
+    text = POM.read_text()
+    return text.split("<kafka.version>", 1)[1].split("</kafka.version>", 1)[0].strip()
+
+
+def _pom_digest() -> str:
+    return hashlib.sha256(POM.read_bytes()).hexdigest()
+
+
+def prepared() -> bool:
+    return MARKER.exists() and MARKER.read_text().strip() == _pom_digest()
+
+
+@contextmanager
+def _lock() -> Iterator[None]:
+    """One preparer at a time (make kafka-reference and a test run may race)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    with open(CACHE / "prepare.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def prepare(quiet: bool = True) -> Path:
+    """Copy the pinned jars and their runtime dependencies into LIBS (once per pom version)."""
+    if prepared():
+        return LIBS
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise PrepareError("mvn is not on PATH: cannot fetch Apache Kafka's jars")
+    with _lock():
+        if prepared():
+            return LIBS
+        shutil.rmtree(LIBS, ignore_errors=True)
+        cmd = [mvn, "-B", "-f", str(POM), f"-Dmaven.repo.local={M2}",
+               "dependency:copy-dependencies", f"-DoutputDirectory={LIBS}",
+               "-DincludeScope=runtime"]
+        if quiet:
+            cmd.insert(2, "-q")
+        try:
+            result = subprocess.run(cmd, capture_output=quiet, text=True, timeout=1200)
+        except subprocess.TimeoutExpired:
+            raise PrepareError("mvn dependency:copy-dependencies took over 20 minutes") from None
+        if result.returncode != 0:
+            tail = ((result.stdout or "") + (result.stderr or "")).strip().splitlines()[-5:]
+            raise PrepareError("mvn failed: " + " | ".join(tail))
+        MARKER.write_text(_pom_digest() + "\n")
+    return LIBS
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cluster_id() -> str:
+    """A Kafka Uuid string (URL-safe base64, no padding) that does not start with '-'."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
+
+
+def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": NODE_ID,
+        "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "log.dirs": data_dir / "logs",
+        "auto.create.topics.enable": "true",
+        "num.partitions": 1,
+        "offsets.topic.replication.factor": 1,
+        "transaction.state.log.replication.factor": 1,
+        "transaction.state.log.min.isr": 1,
+        "share.coordinator.state.topic.replication.factor": 1,
+        "share.coordinator.state.topic.min.isr": 1,
+        "group.initial.rebalance.delay.ms": 0,
+    }
+    return "".join(f"{key}={value}\n" for key, value in props.items())
+
+
+def log4j_properties(log_file: Path) -> str:
+    """INFO to a file in the data directory, only errors on stderr: the foreground stays quiet."""
+    return (
+        "status = error\n"
+        "appender.file.type = File\n"
+        "appender.file.name = file\n"
+        f"appender.file.fileName = {log_file}\n"
+        "appender.file.layout.type = PatternLayout\n"
+        "appender.file.layout.pattern = [%d] %p %m (%c)%n\n"
+        "appender.err.type = Console\n"
+        "appender.err.name = err\n"
+        "appender.err.target = SYSTEM_ERR\n"
+        "appender.err.layout.type = PatternLayout\n"
+        "appender.err.layout.pattern = [kafka] %p %m (%c)%n\n"
+        "appender.err.filter.threshold.type = ThresholdFilter\n"
+        "appender.err.filter.threshold.level = error\n"
+        "rootLogger.level = info\n"
+        "rootLogger.appenderRef.file.ref = file\n"
+        "rootLogger.appenderRef.err.ref = err\n"
+    )
+
+
+def _java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise PrepareError("java is not on PATH: cannot run Apache Kafka")
+    return java
+
+
+def _die_with_parent() -> None:
+    """Linux: the JVM gets SIGTERM if the Python process that started it dies (no orphans)."""
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+class KafkaNode:
+    """One combined broker+controller KRaft node in a child JVM."""
+
+    def __init__(self, port: int, data_dir: Path) -> None:
+        self.port = port
+        self.data_dir = Path(data_dir).resolve()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "kafka.log"
+
+    def _java_cmd(self, main: str, *args: str) -> list[str]:
+        log4j = self.data_dir / "log4j2.properties"
+        return [_java(), *JAVA_OPTS, f"-Dlog4j2.configurationFile={log4j}",
+                f"-Dkafka.logs.dir={self.data_dir}", "-cp", f"{LIBS}/*", main, *args]
+
+    def configure(self) -> Path:
+        """Write server.properties (a fresh controller port each start) and format once."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        props = self.data_dir / "server.properties"
+        props.write_text(server_properties(self.port, _free_port(), self.data_dir))
+        (self.data_dir / "log4j2.properties").write_text(log4j_properties(self.log_file))
+        if not (self.data_dir / "logs" / "meta.properties").exists():
+            cmd = self._java_cmd("kafka.tools.StorageTool", "format", "--config", str(props),
+                                 "--cluster-id", _cluster_id(), "--ignore-formatted")
+            result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+            if result.returncode != 0:
+                raise RuntimeError(f"kafka-storage format failed: {result.stderr.strip()}")
+        return props
+
+    def start(self, timeout: float = 120.0) -> KafkaNode:
+        prepare()
+        props = self.configure()
+        self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(props)),
+                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        """Poll until the broker lists itself in a Metadata answer (it is then unfenced)."""
+        deadline = time.monotonic() + timeout
+        while not metadata_lists_a_broker(self.port):
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"Kafka exited with {self.proc.returncode}; see {self.log_file}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"Kafka did not answer Metadata within {timeout}s")
+            time.sleep(0.2)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def metadata_lists_a_broker(port: int) -> bool:
+    """A raw Metadata v1 request for no topics; True when the answer lists at least one broker."""
+    client = b"reference-probe"
+    body = struct.pack(">hhih", 3, 1, 1, len(client)) + client + struct.pack(">i", 0)
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=2) as sock:
+            sock.sendall(struct.pack(">i", len(body)) + body)
+            head = _recv(sock, 4)
+            payload = _recv(sock, struct.unpack(">i", head)[0])
+    except OSError:
+        return False
+    # correlation id (4), then the brokers array count
+    return len(payload) >= 8 and struct.unpack_from(">i", payload, 4)[0] > 0
+
+
+def _recv(sock: socket.socket, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed")
+        data += chunk
+    return bytes(data)
+
+
+def _run_foreground(port: int, data_dir: Path) -> int:
+    node = KafkaNode(port, data_dir)
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        node.start()
+    except (PrepareError, RuntimeError) as exc:
+        node.stop()
+        print(f"kafka.py: {exc}", file=sys.stderr)
+        return 1
+    print(f"Apache Kafka {kafka_version()} ready on {node.bootstrap} "
+          f"(data {node.data_dir}, log {node.log_file})", flush=True)
+    assert node.proc is not None
+    while not stopping and node.proc.poll() is None:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            node.proc.wait(0.5)
+    if node.proc.poll() is not None and not stopping:
+        print(f"kafka.py: Kafka exited with {node.proc.returncode}; see {node.log_file}",
+              file=sys.stderr)
+        return 1
+    node.stop()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("prepare", help="download the pinned jars into the cache folder")
+    start = sub.add_parser("start", help="run a single KRaft node in the foreground")
+    start.add_argument("--port", type=int, required=True)
+    start.add_argument("--data-dir", type=Path, required=True)
+    args = parser.parse_args(argv)
+    if args.command == "prepare":
+        try:
+            print(f"Apache Kafka {kafka_version()} jars in {prepare(quiet=False)}")
+        except PrepareError as exc:
+            print(f"kafka.py: {exc}", file=sys.stderr)
+            return 1
+        return 0
+    return _run_foreground(args.port, args.data_dir)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
