@@ -54,8 +54,16 @@ TOPIC_CONFIG_TYPES = {
 
 @handles(19, 2, 7)
 async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    # A name given twice creates nothing: each such name gets one INVALID_REQUEST after the
+    # other results, as Kafka's ControllerApis.createTopics answers.
+    counts: dict[str, int] = {}
+    for t in request.topics:
+        counts[t.name] = counts.get(t.name, 0) + 1
+    duplicates = [name for name, count in counts.items() if count > 1]
     results = []
     for t in request.topics:
+        if counts[t.name] > 1:
+            continue
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None,
                                  "topic_config_error_code": 0}
         results.append(entry)
@@ -84,6 +92,10 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
                 for key in sorted(TOPIC_CONFIGS)
             ],
         )
+    for name in duplicates:
+        results.append({"name": name, "error_code": INVALID_REQUEST, "num_partitions": -1,
+                        "replication_factor": -1, "error_message": "Duplicate topic name.",
+                        "topic_config_error_code": 0})
     return {"throttle_time": 0, "topics": results}
 
 
