@@ -11,6 +11,8 @@ virtualenv, ``.bench/quix-venv``, created on first use with ``pip install quixst
     python benchmarks/streams_perf.py --quick          # 20k records
     python benchmarks/streams_perf.py --only count,ours --json out.json
     python benchmarks/streams_perf.py --profile prof/ --only ours   # py-spy on our runtime
+    python benchmarks/streams_perf.py --quick --only ours --rounds 3 --ours-tree /tmp/old
+        # medians of 3 rounds, our apps importing streams from another tree (same broker)
 
 Workloads, over N JSON page views keyed by user id in a 4-partition topic (generated with
 confluent-kafka before the runs, not timed; timestamps in order, 10 minutes of event time):
@@ -20,11 +22,16 @@ confluent-kafka before the runs, not timed; timestamps in order, 10 minutes of e
   (c) window_count  count views per user in 10 s tumbling windows
   (d) join          join views with a pre-loaded users table (inner; ~5 % unknown users)
 
-Variants per workload: ``ours`` under at_least_once and exactly_once_v2 (default commit
-intervals: 30 s / 100 ms; default record cache, so (b) forwards deduplicated updates as Kafka
-Streams does, and the checker only needs every key's final count), ``hand`` (aiokafka consume-transform-produce, state in a dict,
-flush + commit every 5 s), ``quix`` (Quix Streams, at-least-once default) and ``faust``
-(faust-streaming, rocksdict store, at-least-once default). Each runs in a child process
+Variants per workload: ``ours-alos`` and ``ours-eos``, our runtime under at_least_once and
+exactly_once_v2 (default commit intervals: 30 s / 100 ms; default record cache, so (b) and (c)
+forward deduplicated updates as Kafka Streams does, and the checker only needs every key's
+final count); ``ours-alos-nocache`` and ``ours-eos-nocache``, the same with
+``statestore.cache.max.bytes=0``, which forward every update: as many output records as the
+other variants emit; ``hand`` (an aiokafka consume-transform-produce loop, state in a dict,
+batched as ours: records appended to a batch per partition, every batch handed to the producer
+with ``send_batch`` once per poll, deliveries awaited before each commit, every 5 s);
+``quix`` (Quix Streams, at-least-once default) and ``faust`` (faust-streaming, rocksdict
+store, at-least-once default). Each runs in a child process
 (``streams_perf_apps.py``): imports and app construction happen before the clock starts;
 the clock runs from "GO" to the moment a read_committed consumer in this process has seen the
 complete expected output (the exact output count for (a)/(d); every key's final expected count
@@ -70,7 +77,10 @@ import streams_perf_apps as apps  # noqa: E402
 APPS = Path(apps.__file__).resolve()
 QUIX_VERSION = "3.28.1"
 WORKLOADS = ("filter_map", "count", "window_count", "join")
-VARIANTS = ("ours-alos", "ours-eos", "hand", "quix", "faust")
+VARIANTS = ("ours-alos", "ours-eos", "ours-alos-nocache", "ours-eos-nocache", "hand", "quix",
+            "faust")
+HEADS = {"ours-alos": "alos", "ours-eos": "eos", "ours-alos-nocache": "alos-nc",
+         "ours-eos-nocache": "eos-nc"}  # table column headings
 TARGETS = {"ours/hand time": 1.5, "ours/quix rec/s": 1.5, "ours/faust rec/s": 3.0,
            "eos/alos time": 1.15}
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south", "sa-east")
@@ -313,6 +323,27 @@ class Row:
         return d
 
 
+def round_robin(todo: list[tuple[str, str]], rounds: int) -> list[tuple[str, str]]:
+    """Every row ``rounds`` times, round after round (a drift of the machine's speed spreads
+    over all rows), the order of a workload's variants reversed every other round."""
+    order: list[tuple[str, str]] = []
+    for i in range(rounds):
+        for w in WORKLOADS:
+            variants = [v for ww, v in todo if ww == w]
+            order += [(w, v) for v in (variants if i % 2 == 0 else variants[::-1])]
+    return order
+
+
+def median_row(runs: list[Row]) -> Row:
+    """The run with the median time (the lower middle one for an even count); a failed run
+    stands for the row, since a row must work every time."""
+    failed = [r for r in runs if r.error]
+    if failed:
+        return failed[0]
+    ranked = sorted(runs, key=lambda r: r.seconds)
+    return ranked[(len(ranked) - 1) // 2]
+
+
 def child_argv(args: argparse.Namespace, variant: str) -> list[str]:
     python = args.quix_python if variant == "quix" else sys.executable
     return [python, str(APPS)]
@@ -327,7 +358,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
     app_id, out = f"perf-{tag}", f"out-{tag}"
     create_topics(bootstrap, {out: data.partitions})
     framework = variant.split("-")[0]
-    guarantee = "exactly_once_v2" if variant == "ours-eos" else "at_least_once"
+    guarantee = "exactly_once_v2" if variant.startswith("ours-eos") else "at_least_once"
     if framework == "faust" and workload == "join":
         changelog = f"{app_id}-users-changelog"
         create_topics(bootstrap, {changelog: data.partitions}, compacted=True)
@@ -337,10 +368,13 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
     checker = Checker(bootstrap, out, data.partitions, workload, variant, data)
     checker.start()
     log_path = work / f"{tag}.log"
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+    tree = args.ours_tree if framework == "ours" and args.ours_tree else str(REPO_ROOT)
+    env = dict(os.environ, PYTHONPATH=tree, PYTHONUNBUFFERED="1")
     argv = [*child_argv(args, variant), framework, workload, "--bootstrap", bootstrap,
             "--app-id", app_id, "--out", out, "--state-dir", str(state_dir), "--guarantee",
             guarantee, "--partitions", str(data.partitions)]
+    if variant.endswith("-nocache"):
+        argv += ["--cache-max-bytes", "0"]
     proc = procs.start(argv, log_path, stdin=subprocess.PIPE, env=env, cwd=str(work))
     profiler: subprocess.Popen[bytes] | None = None
     try:
@@ -471,15 +505,28 @@ def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, An
         r = rows.get((workload, v))
         return r if r is not None and not r.error else None
 
-    alos, eos, hand, quix, faust = (get(v) for v in VARIANTS)
+    alos, eos, alos_nc, eos_nc, hand, quix, faust = (get(v) for v in VARIANTS)
+
+    def time_ratio(a: Row | None, b: Row | None) -> float | None:
+        return a.seconds / b.seconds if a and b else None
+
+    def rate_ratio(a: Row | None, b: Row | None) -> float | None:
+        return a.rate / b.rate if a and b else None
+
+    # "nocache" rows: statestore.cache.max.bytes=0, so (b)/(c) forward every update, as many
+    # records as the hand loop, Quix and Faust emit (the cached rows emit deduplicated ones).
     checks = []
-    for name, value, lower_better in (
-        ("ours/hand time", alos.seconds / hand.seconds if alos and hand else None, True),
-        ("ours/quix rec/s", alos.rate / quix.rate if alos and quix else None, False),
-        ("ours/faust rec/s", alos.rate / faust.rate if alos and faust else None, False),
-        ("eos/alos time", eos.seconds / alos.seconds if alos and eos else None, True),
+    for name, target_name, value, lower_better in (
+        ("ours/hand time", "ours/hand time", time_ratio(alos, hand), True),
+        ("nocache/hand time", "ours/hand time", time_ratio(alos_nc, hand), True),
+        ("ours/quix rec/s", "ours/quix rec/s", rate_ratio(alos, quix), False),
+        ("nocache/quix rec/s", "ours/quix rec/s", rate_ratio(alos_nc, quix), False),
+        ("ours/faust rec/s", "ours/faust rec/s", rate_ratio(alos, faust), False),
+        ("nocache/faust rec/s", "ours/faust rec/s", rate_ratio(alos_nc, faust), False),
+        ("eos/alos time", "eos/alos time", time_ratio(eos, alos), True),
+        ("eos/alos nocache time", "eos/alos time", time_ratio(eos_nc, alos_nc), True),
     ):
-        target = TARGETS[name]
+        target = TARGETS[target_name]
         if value is None:
             verdict = "n/a"
         elif lower_better:
@@ -491,28 +538,35 @@ def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, An
     return checks
 
 
-def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int) -> tuple[str, list]:
-    head = f"{'workload':<13}" + "".join(f"{v:>12}" for v in VARIANTS)
-    lines = [f"records/s ({n:,} input records; app cpu% / broker cpu% in brackets below)", head,
+def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int,
+           rounds: int = 1) -> tuple[str, list]:
+    head = f"{'workload':<13}" + "".join(f"{HEADS.get(v, v):>10}" for v in VARIANTS)
+    what = f"medians of {rounds} rounds" if rounds > 1 else "one round"
+    lines = [f"records/s ({n:,} input records, {what}; below: output records, and app cpu% / "
+             "broker cpu%; alos-nc/eos-nc: statestore.cache.max.bytes=0)", head,
              "-" * len(head)]
     for w in workloads:
-        lines.append(f"{w:<13}" + "".join(f"{fmt_row(rows.get((w, v))):>12}" for v in VARIANTS))
-        cpu = []
+        lines.append(f"{w:<13}" + "".join(f"{fmt_row(rows.get((w, v))):>10}" for v in VARIANTS))
+        outs, cpu = [], []
         for v in VARIANTS:
             r = rows.get((w, v))
-            cpu.append("" if r is None or r.error or not r.seconds else
-                       f"{100 * r.app_cpu_s / r.seconds:.0f}/{100 * r.broker_cpu_s / r.seconds:.0f}")
-            cpu[-1] = f"{cpu[-1]:>12}"
+            ok = r is not None and not r.error and r.seconds > 0
+            outs.append(f"{r.outputs:>10,}" if ok and r is not None else f"{'':>10}")
+            cpu.append(f"{100 * r.app_cpu_s / r.seconds:.0f}/{100 * r.broker_cpu_s / r.seconds:.0f}"
+                       if ok and r is not None else "")
+            cpu[-1] = f"{cpu[-1]:>10}"
+        lines.append(f"{'  outputs':<13}" + "".join(outs))
         lines.append(f"{'  cpu%':<13}" + "".join(cpu))
     checks: list[dict[str, Any]] = []
     for w in workloads:
         checks += ratios(rows, w)
     lines += ["", "targets: ours(alos)/hand time <= 1.5x, ours(alos)/quix rec/s >= 1.5x, "
-                  "ours(alos)/faust rec/s >= 3x, eos/alos time <= 1.15x"]
+                  "ours(alos)/faust rec/s >= 3x, eos/alos time <= 1.15x (ours: record cache on;"
+                  " nocache: off, the same output count as hand, Quix and Faust)"]
     for c in checks:
         shown = "-" if c["value"] is None else f"{c['value']:.2f}x"
         op = "<=" if c["lower_is_better"] else ">="
-        lines.append(f"  {c['workload']:<13} {c['ratio']:<17} {shown:>7}  (target {op} "
+        lines.append(f"  {c['workload']:<13} {c['ratio']:<21} {shown:>7}  (target {op} "
                      f"{c['target']:.2f}x)  {c['verdict']}")
     failed = [r for r in rows.values() if r.error]
     if failed:
@@ -542,7 +596,11 @@ def ensure_quix(args: argparse.Namespace) -> str:
 def versions_of(args: argparse.Namespace, variants: list[str]) -> dict[str, str]:
     import aiokafka
 
-    v = {"ours": "streams", "hand": f"aiokafka {aiokafka.__version__}"}
+    tree = args.ours_tree or str(REPO_ROOT)
+    head = subprocess.run(["git", "-C", tree, "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True).stdout.strip()
+    v = {"ours": f"streams from {tree}" + (f" (commit {head})" if head else ""),
+         "hand": f"aiokafka {aiokafka.__version__}"}
     if "quix" in variants:
         out = subprocess.run([args.quix_python, "-c", "import quixstreams, importlib.metadata as m;"
                               "print(quixstreams.__version__, m.version('confluent-kafka'))"],
@@ -580,6 +638,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", metavar="DIR",
                    help="attach py-spy (raw) to our app during its rows; summaries printed")
     p.add_argument("--keep-data", action="store_true", help="keep the temp dir (logs, data)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="run every row this many times, round after round; the table shows "
+                        "each row's median run (default 1)")
+    p.add_argument("--ours-tree", metavar="DIR",
+                   help="source tree our apps import streams from (default: this checkout), "
+                        "e.g. an older commit exported with git archive, to compare runtimes "
+                        "on the same broker")
     args = p.parse_args(argv)
     args.records = args.records or (20_000 if args.quick else 200_000)
     return args
@@ -608,6 +673,7 @@ def main(argv: list[str] | None = None) -> int:
         args.quix_python = ensure_quix(args)
     work = Path(tempfile.mkdtemp(prefix="streams-perf-"))
     procs = Processes()
+    runs: dict[tuple[str, str], list[Row]] = {}
     rows: dict[tuple[str, str], Row] = {}
     failed = False
     try:
@@ -627,11 +693,14 @@ def main(argv: list[str] | None = None) -> int:
               f"{args.records:,} views, {len(data.counts):,} users viewing, "
               f"{len(data.window_counts):,} user-windows, {data.filter_count:,} pass the filter,"
               f" {data.join_count:,} join", flush=True)
-        for workload, variant in todo:
-            print(f"  {workload:<13} {variant:<10} ...", end=" ", flush=True)
+        for i, (workload, variant) in enumerate(round_robin(todo, args.rounds)):
+            if args.rounds > 1 and i % len(todo) == 0:
+                print(f"  round {i // len(todo) + 1} of {args.rounds}", flush=True)
+            print(f"  {workload:<13} {variant:<17} ...", end=" ", flush=True)
             row = run_row(args, procs, work, bootstrap, broker, data, workload, variant,
                           versions)
-            rows[(workload, variant)] = row
+            runs.setdefault((workload, variant), []).append(row)
+            rows[(workload, variant)] = median_row(runs[(workload, variant)])
             if row.error:
                 failed |= variant.split("-")[0] in ("ours", "hand")
                 print(f"FAILED: {row.error}", flush=True)
@@ -642,10 +711,15 @@ def main(argv: list[str] | None = None) -> int:
             if broker.poll() is not None:
                 raise RuntimeError(f"the broker died (code {broker.returncode})")
         workloads = [w for w in WORKLOADS if any(w == k[0] for k in rows)]
-        table, checks = render(rows, workloads, args.records)
+        table, checks = render(rows, workloads, args.records, args.rounds)
         print()
         print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
         print(table)
+        if args.rounds > 1:
+            print("\nseconds per round (row: each run's time, in run order):")
+            for (w, v), rr in runs.items():
+                print(f"  {w:<13} {v:<17} " + " ".join(
+                    "FAILED" if r.error else f"{r.seconds:.2f}" for r in rr))
         if args.profile:
             print("\nprofiles (py-spy, our app process):")
             for path in sorted(Path(args.profile).glob("*.txt")):
@@ -654,7 +728,10 @@ def main(argv: list[str] | None = None) -> int:
             summary = {"command": sys.argv, "python": platform.python_version(),
                        "cpus": os.cpu_count(), "records": args.records,
                        "partitions": args.partitions, "versions": versions,
-                       "rows": [r.as_dict() for r in rows.values()], "targets": checks}
+                       "rounds": args.rounds,
+                       "rows": [r.as_dict() for r in rows.values()],
+                       "runs": [r.as_dict() for rr in runs.values() for r in rr],
+                       "targets": checks}
             Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
             print(f"JSON summary written to {args.json}")
     except KeyboardInterrupt:

@@ -3,7 +3,8 @@
 Usage (started by ``streams_perf.py``, not by hand)::
 
     python streams_perf_apps.py FRAMEWORK WORKLOAD --bootstrap B --app-id ID --out TOPIC \
-        --state-dir D [--guarantee at_least_once|exactly_once_v2] [--partitions P]
+        --state-dir D [--guarantee at_least_once|exactly_once_v2] [--partitions P] \
+        [--cache-max-bytes N]
 
 FRAMEWORK is ``ours``, ``hand`` (aiokafka consume-transform-produce loop), ``quix`` or
 ``faust``; WORKLOAD is ``filter_map``, ``count``, ``window_count`` or ``join``. The child
@@ -84,6 +85,8 @@ def run_ours(args: argparse.Namespace) -> None:
         views.join(users, joined).to(args.out, key_serde=s, value_serde=j)
     config = {"application.id": args.app_id, "bootstrap.servers": args.bootstrap,
               "processing.guarantee": args.guarantee, "state.dir": args.state_dir}
+    if args.cache_max_bytes is not None:  # 0: no record cache, every update is forwarded
+        config["statestore.cache.max.bytes"] = args.cache_max_bytes
     streams = KafkaStreams(builder.build(), config)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
@@ -101,8 +104,14 @@ def run_ours(args: argparse.Namespace) -> None:
 
 
 def run_hand(args: argparse.Namespace) -> None:
+    """Batched like ours (streams/kafka_batching.py's RecordCollector): each output record is
+    appended synchronously to an aiokafka batch per partition (murmur2 of the key, as the Java
+    client and ours partition), every batch is handed to the producer with ``send_batch`` once
+    per poll without waiting for its delivery, and deliveries are awaited only before a commit.
+    Polls return everything buffered (no ``max_records``), as ours do."""
     import orjson  # the JSON library our JsonSerde and Quix Streams use
     from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka.partitioner import murmur2
 
     commit_every_s = 5.0
     stop = asyncio.Event()
@@ -138,38 +147,66 @@ def run_hand(args: argparse.Namespace) -> None:
         await consumer.start()
         counts: dict[str, int] = {}
         wcounts: dict[tuple[str, int], int] = {}
-        out, w = args.out, args.workload
-        send = producer.send
+        out, w, nparts = args.out, args.workload, args.partitions
+        create_batch = producer.create_batch
+        partition_of: dict[bytes, int] = {}
+        open_batches: dict[int, Any] = {}  # partition -> batch being filled
+        full: list[tuple[int, Any]] = []
+        in_flight: list[asyncio.Future[Any]] = []
+
+        def emit(key: bytes, value: bytes, ts: int) -> None:
+            p = partition_of.get(key)
+            if p is None:
+                p = partition_of[key] = (murmur2(key) & 0x7FFFFFFF) % nparts
+            batch = open_batches.get(p)
+            if batch is None or batch.append(timestamp=ts, key=key, value=value,
+                                             headers=[]) is None:
+                if batch is not None:
+                    full.append((p, batch))
+                batch = open_batches[p] = create_batch()
+                batch.append(timestamp=ts, key=key, value=value, headers=[])
+
+        async def hand_over() -> None:
+            ready = full + list(open_batches.items())
+            full.clear()
+            open_batches.clear()
+            for p, batch in ready:
+                in_flight.append(await producer.send_batch(batch, out, partition=p))
+
+        async def commit() -> None:
+            await hand_over()
+            await asyncio.gather(*in_flight)  # delivered (acks=all) before the offsets
+            in_flight.clear()
+            await consumer.commit()
+
         last_commit = loop.time()
         try:
             while not stop.is_set():
-                batch = await consumer.getmany(timeout_ms=100, max_records=1000)
+                batch = await consumer.getmany(timeout_ms=100)
                 for records in batch.values():
                     for r in records:
                         key = r.key.decode()
                         view = orjson.loads(r.value)
                         if w == "filter_map":
                             if keep(view):
-                                await send(out, orjson.dumps(mapped(view)), key=r.key)
+                                emit(r.key, orjson.dumps(mapped(view)), r.timestamp)
                         elif w == "count":
                             c = counts[key] = counts.get(key, 0) + 1
-                            await send(out, c.to_bytes(8, "big"), key=r.key)
+                            emit(r.key, c.to_bytes(8, "big"), r.timestamp)
                         elif w == "window_count":
                             start = window_start(r.timestamp)
                             c = wcounts[(key, start)] = wcounts.get((key, start), 0) + 1
-                            await send(out, orjson.dumps({"start": start, "count": c}),
-                                       key=r.key)
+                            emit(r.key, orjson.dumps({"start": start, "count": c}),
+                                 r.timestamp)
                         else:
                             user = users.get(key)
                             if user is not None:
-                                await send(out, orjson.dumps(joined(view, user)),
-                                           key=r.key)
+                                emit(r.key, orjson.dumps(joined(view, user)), r.timestamp)
+                await hand_over()  # once per poll, as ours flushes its RecordCollector
                 if loop.time() - last_commit >= commit_every_s:
-                    await producer.flush()
-                    await consumer.commit()
+                    await commit()
                     last_commit = loop.time()
-            await producer.flush()
-            await consumer.commit()
+            await commit()
         finally:
             await consumer.stop()
             await producer.stop()
@@ -290,6 +327,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--state-dir", required=True)
     p.add_argument("--guarantee", default="at_least_once")
     p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--cache-max-bytes", type=int,
+                   help="ours: statestore.cache.max.bytes (0 disables the record cache)")
     args = p.parse_args(argv)
     {"ours": run_ours, "hand": run_hand, "quix": run_quix, "faust": run_faust}[args.framework](
         args)
