@@ -36,7 +36,9 @@ Each batch size is measured in ``--rounds`` rounds (default 5), each a direct wr
 back to back (their order alternating from round to round, so a drift of the machine's speed
 favours neither). The ratio is sink rows/s over direct rows/s within a round; the table prints the
 median of each column and the range of the ratio over the rounds (target: a median of at least
-0.8x for B >= 10,000): one run of each on a shared 2-core machine varies by 20% or more. Then the
+0.8x for B >= 10,000): one run of each on a shared 2-core machine varies by 20% or more. Next to
+it, the sink over "direct, 2 jobs at once" of the same round (median and range; no target): the
+sink overlaps two Spark writes, so this is the like-for-like comparison. Then the
 source: ``spark.read.format("streams")`` of the whole topic into Spark's ``noop`` sink (twice: the
 first read also starts the Python workers), and
 ``spark.readStream`` with ``trigger(availableNow=True)`` into ``noop``, rows/s each.
@@ -101,6 +103,12 @@ class SinkRound:
     @property
     def direct_two_jobs_rate(self) -> float:
         return self.rows / self.direct_two_jobs_s
+
+    @property
+    def ratio_two_jobs(self) -> float:
+        """Sink over Spark writing two batches at once, as the sink's two flushes in flight
+        do: the comparison that flatters the sink least."""
+        return self.sink_rate / self.direct_two_jobs_rate
 
 
 def make_row(n: int) -> dict[str, Any]:
@@ -337,22 +345,29 @@ def main() -> int:
     print(f"\nmachine: {platform.platform()}, Spark {spark.version}, {args.rows:,} rows, "
           f"medians of {args.rounds} round(s)")
     print(f"{'batch':>8} {'direct rows/s':>14} {'sink rows/s':>12} {'sink/direct':>12} "
-          f"{'(range)':>12}  target       sink end to end incl. start; direct, 2 jobs at once")
+          f"{'(range)':>12}  target       {'direct 2 jobs':>14} {'sink/2 jobs':>12} "
+          f"{'(range)':>12}  sink end to end incl. start")
     summary = []
     for batch, rounds in results.items():
         ratios = [r.ratio for r in rounds]
         ratio = median(ratios)
+        ratios2 = [r.ratio_two_jobs for r in rounds]
+        ratio2 = median(ratios2)
         end_to_end = median([r.sink_end_to_end_s for r in rounds])
         verdict = "pass" if ratio >= TARGET else "short"
         print(f"{batch:>8,} {median([r.direct_rate for r in rounds]):>14,.0f} "
               f"{median([r.sink_rate for r in rounds]):>12,.0f} {ratio:>11.2f}x "
               f"({min(ratios):.2f}-{max(ratios):.2f})  >= {TARGET}x: {verdict}   "
-              f"{args.rows / end_to_end:,.0f} rows/s, {end_to_end:.1f} s; "
-              f"{median([r.direct_two_jobs_rate for r in rounds]):,.0f} rows/s")
-        summary.append({"batch": batch, "ratio": ratio, "rounds": [
-            asdict(r) | {"ratio": r.ratio, "sink_rows_per_s": r.sink_rate,
-                         "direct_rows_per_s": r.direct_rate,
+              f"{median([r.direct_two_jobs_rate for r in rounds]):>14,.0f} {ratio2:>11.2f}x "
+              f"({min(ratios2):.2f}-{max(ratios2):.2f})  "
+              f"{args.rows / end_to_end:,.0f} rows/s, {end_to_end:.1f} s")
+        summary.append({"batch": batch, "ratio": ratio, "ratio_two_jobs": ratio2, "rounds": [
+            asdict(r) | {"ratio": r.ratio, "ratio_two_jobs": r.ratio_two_jobs,
+                         "sink_rows_per_s": r.sink_rate, "direct_rows_per_s": r.direct_rate,
                          "direct_two_jobs_rows_per_s": r.direct_two_jobs_rate} for r in rounds]})
+    print("sink/direct: against Spark writing one batch after the other (the target's "
+          "reference); sink/2 jobs: against Spark writing two batches at once, as the sink's "
+          "two flushes in flight do (the comparison that flatters the sink least)")
     print(f"source: spark.read {source['batch_rows_per_s']:,.0f} rows/s "
           f"(first read, starting its workers: {source['batch_cold_rows_per_s']:,.0f}), "
           f"readStream availableNow {source['stream_rows_per_s']:,.0f} rows/s")
