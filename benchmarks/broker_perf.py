@@ -66,6 +66,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_common import Processes, free_port, process_cpu_seconds, raise_on_sigterm
+from broker_multi import SMALL_BATCH_BYTES, SMALL_LINGER_MS, run_clients
 
 try:
     from confluent_kafka import (
@@ -337,9 +338,10 @@ def _affinity(cpus: set[int] | None) -> Callable[[], None] | None:
     return pin
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, num_partitions=1, replication_factor=1)],
+    futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
+                                            replication_factor=1)],
                                   operation_timeout=10, request_timeout=15)
     try:
         futures[topic].result(20)
@@ -351,8 +353,8 @@ def create_topic(bootstrap: str, topic: str) -> None:
     while time.monotonic() < deadline:
         md = admin.list_topics(topic, timeout=5)
         t = md.topics.get(topic)
-        if t is not None and t.error is None and 0 in t.partitions \
-                and t.partitions[0].leader >= 0:
+        if t is not None and t.error is None and all(
+                i in t.partitions and t.partitions[i].leader >= 0 for i in range(partitions)):
             return
         time.sleep(0.05)
     raise RuntimeError(f"topic {topic} never became available on {bootstrap}")
@@ -495,6 +497,7 @@ class Load:
     count: int
     acks: str | None = None
     topic: str = ""
+    clients: int = 0  # > 0: that many client processes, one partition each (broker_multi.py)
 
 
 def plan_loads(args: argparse.Namespace) -> list[Load]:
@@ -505,7 +508,24 @@ def plan_loads(args: argparse.Namespace) -> list[Load]:
             loads.append(Load(f"produce {label} acks={acks}", "produce", size, count, acks,
                               f"perf-{label.lower()}-acks{acks}"))
         loads.append(Load(f"fetch {label}", "fetch", size, count, None, f"perf-{label.lower()}-acks1"))
+    for n in args.clients:
+        for size, count in ((100, args.records_100), (1024, args.records_1k)):
+            label = "100B" if size == 100 else "1KiB"
+            topic = f"perf-x{n}-{label.lower()}"
+            loads.append(Load(f"x{n} produce {label} acks=all", "produce", size, count, "all",
+                              topic, n))
+            loads.append(Load(f"x{n} fetch {label}", "fetch", size, count, None, topic, n))
     return loads
+
+
+def multi_load(b: RunningBroker, load: Load, topic: str, expected: int, timeout: float
+               ) -> Figure:
+    """N client processes at once (broker_multi.py)."""
+    total = load.count if load.kind == "produce" else expected
+    r = run_clients(load.kind, b.bootstrap, topic, total, load.clients, load.size,
+                    load.acks or "1", timeout, b.proc.pid)
+    return Figure(r["records"], r["seconds"], load.size, r["error"],
+                  broker_cpu_s=r["broker_cpu_s"], client_cpu_s=r["client_cpu_s"])
 
 
 # ------------------------------------------------------------------------------------------------
@@ -610,7 +630,9 @@ def run_load(args: argparse.Namespace, procs: Processes, work: Path, load: Load,
     clock = Clock(b.proc.pid)
     profile = f"{args.profile}-r{rep_no + 1}" if args.profile and b.name == "ours" else None
     with maybe_profile(procs, profile, b.proc.pid, load, work, args.profile_rate) as written:
-        if load.kind == "produce":
+        if load.clients:
+            fig = multi_load(b, load, topic, produced.get((b.name, topic), 0), args.timeout)
+        elif load.kind == "produce":
             assert load.acks is not None
             fig = produce_load(clock, b.bootstrap, topic, load.count, load.size, load.acks,
                                args.linger_ms, args.batch_bytes, args.timeout, args.produce_api)
@@ -621,6 +643,8 @@ def run_load(args: argparse.Namespace, procs: Processes, work: Path, load: Load,
         fig.profile = {"path": path, **summarize_profile(path)}
     if load.kind == "produce" and not fig.error:
         produced[(b.name, topic)] = fig.records
+        if load.clients:
+            return fig  # every producer's records were acknowledged; the fetch reads them all
         high = end_offset(b.bootstrap, topic)
         if high != load.count:
             # tansu 0.6.0 reports a high watermark below the records it serves; the fetch load
@@ -637,14 +661,15 @@ def run_round(args: argparse.Namespace, procs: Processes, work: Path, loads: lis
     """Every load once against every broker, in fresh topics; returns True if one failed."""
     failed = False
     produced: dict[tuple[str, str], int] = {}
-    topics = sorted({f"{ld.topic}-r{rep_no + 1}" for ld in loads})
+    partitions = {f"{ld.topic}-r{rep_no + 1}": max(ld.clients, 1) for ld in loads}
+    topics = sorted(partitions)
     for _name, b in order:
         for topic in topics:
-            create_topic(b.bootstrap, topic)
+            create_topic(b.bootstrap, topic, partitions[topic])
     for load, result in zip(loads, results, strict=True):
         topic = f"{load.topic}-r{rep_no + 1}"
         for name, b in order:
-            print(f"  {load.name:<22} {name:<5} ...", end=" ", flush=True)
+            print(f"  {load.name:<25} {name:<5} ...", end=" ", flush=True)
             fig = run_load(args, procs, work, load, topic, b, produced, rep_no)
             result.runs.setdefault(name, []).append(fig)
             if fig.error:
@@ -687,7 +712,7 @@ def render(machine: dict[str, float], results: list[LoadResult]) -> tuple[str, l
     """The report table and the target checks."""
     fsync_bw = machine["fsync_write_mb_s"]
     loop_bw = machine["loopback_copy_mb_s"]
-    header = (f"{'load':<21} {'ours rec/s':>10} {'MB/s':>6} {'cpu%':>4} {'tansu rec/s':>11} "
+    header = (f"{'load':<25} {'ours rec/s':>10} {'MB/s':>6} {'cpu%':>4} {'tansu rec/s':>11} "
               f"{'MB/s':>6} {'cpu%':>4} {'ours/tansu':>10} {'/fsync-bw':>9} {'/loopback':>9} "
               f"{'cpu/rec o:t':>11} {'client%':>7}")
     lines = [header, "-" * len(header)]
@@ -705,7 +730,7 @@ def render(machine: dict[str, float], results: list[LoadResult]) -> tuple[str, l
         frac_disk = ratio(ours.mb_per_s, fsync_bw) if ok else None  # type: ignore[union-attr]
         frac_loop = ratio(ours.mb_per_s, loop_bw) if ok else None  # type: ignore[union-attr]
         lines.append(
-            f"{r.name:<21} {_cell(ours, lambda f: f.records_per_s, ',.0f', 10)} "
+            f"{r.name:<25} {_cell(ours, lambda f: f.records_per_s, ',.0f', 10)} "
             f"{_cell(ours, lambda f: f.mb_per_s, '.1f', 6)} "
             f"{_cell(ours, lambda f: f.broker_cpu_pct, '.0f', 4)} "
             f"{_cell(tansu, lambda f: f.records_per_s, ',.0f', 11)} "
@@ -726,6 +751,10 @@ def render(machine: dict[str, float], results: list[LoadResult]) -> tuple[str, l
                  "/loopback are ours MB/s over those; cpu% = broker CPU over wall time (100 = one "
                  "core); cpu/rec o:t = broker CPU per record, ours over tansu; client% = this "
                  "process (load generator) during the ours run.")
+    if any(r.name.startswith("x") for r in results):
+        lines.append(f"xN rows: N client processes at once, one partition each; producers "
+                     f"batch.size {SMALL_BATCH_BYTES}, linger.ms {SMALL_LINGER_MS}, acks=all; "
+                     f"client% sums the N processes.")
     lines.append("targets: produce acks=all >= 0.5x tansu, fetch >= 0.7x tansu")
     for c in checks:
         shown = "-" if c["ratio"] is None else f"{c['ratio']:.2f}x"
@@ -752,6 +781,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int,
                    help="rounds of every load; the table shows each broker's median round "
                         "(default 3, --quick 1)")
+    p.add_argument("--clients", default="1,4,8",
+                   help="comma list of client counts N for the multi-client loads (N producer "
+                        "processes, then N consumer processes, one partition each, 16 KB "
+                        "batches and linger 0); '' for none (default 1,4,8)")
     p.add_argument("--linger-ms", type=int, default=5)
     p.add_argument("--batch-bytes", type=int, default=1_000_000, help="producer batch.size")
     p.add_argument("--produce-api", choices=("batch", "produce"), default="batch",
@@ -779,6 +812,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = p.parse_args(argv)
     defaults = (150_000, 50_000, 64, 512) if args.quick else (2_000_000, 500_000, 256, 2048)
     args.repeat = max(1, args.repeat or (1 if args.quick else 3))
+    args.clients = [int(n) for n in args.clients.split(",") if n.strip()]
+    if any(n < 1 for n in args.clients):
+        p.error("--clients wants positive counts")
     args.records_100 = args.records_100 or defaults[0]
     args.records_1k = args.records_1k or defaults[1]
     args.fsync_mib = args.fsync_mib or defaults[2]
