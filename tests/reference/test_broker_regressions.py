@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from helpers import EmbeddedBroker
 
+from streams.broker.records import ATTR_CONTROL, ATTR_TRANSACTIONAL, Record, build_batch
+
 from .compare import Side
-from .steps import create_topics, topic_spec
+from .steps import batch, create_topic, create_topics, partition_answer, produce, topic_spec
 from .wire import api_versions
 
 
@@ -27,3 +29,34 @@ def test_create_topics_refuses_a_name_given_twice(bundled: EmbeddedBroker) -> No
     assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [
         ("x", "none"), ("z", "none"), ("y", "invalid_request")]
     assert "y" not in bundled.broker.topics.topics
+
+
+def _produce_errors(broker: EmbeddedBroker, **kwargs: object) -> list[tuple[str, int]]:
+    ours = side(broker)
+    try:
+        if "t" not in broker.broker.topics.topics:
+            create_topic(ours, "t")
+        answer = produce(ours, "t", **kwargs)  # type: ignore[arg-type]
+    finally:
+        ours.close()
+    part = partition_answer(answer)
+    return [(part["error_code"], part["log_start_offset"])]
+
+
+def test_produce_refuses_invalid_acks(bundled: EmbeddedBroker) -> None:
+    assert _produce_errors(bundled, data=batch(), acks=2) == [("invalid_required_acks", -1)]
+    assert bundled.broker.topics.partition("t", 0).next_offset == 0
+
+
+def test_produce_refuses_transactional_records_without_transactional_id(
+        bundled: EmbeddedBroker) -> None:
+    data = batch(producer_id=5, producer_epoch=0, base_sequence=0,
+                 attributes=ATTR_TRANSACTIONAL)
+    assert _produce_errors(bundled, data=data) == [("transactional_id_authorization_failed", -1)]
+
+
+def test_produce_record_errors_name_the_log_start_offset(bundled: EmbeddedBroker) -> None:
+    marker = build_batch([Record(b"\0\0\0\1", b"\0\0\0\0\0\0", 1)], attributes=ATTR_CONTROL)
+    assert _produce_errors(bundled, data=marker) == [("invalid_record", 0)]
+    out_of_order = batch(producer_id=1, producer_epoch=0, base_sequence=7)
+    assert _produce_errors(bundled, data=out_of_order)[0][1] == 0

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 CORRUPT_MESSAGE = 2
 MESSAGE_TOO_LARGE = 10
+INVALID_REQUIRED_ACKS = 21
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 KAFKA_STORAGE_ERROR = 56
 INVALID_RECORD = 87
 
@@ -86,7 +88,7 @@ def _stage(broker: Broker, topic_name: str, index: int, records: bytes | None) -
         log.warning("rejected batch for %s-%d: %s", topic_name, index, exc)
         return _partition_result(index, CORRUPT_MESSAGE, str(exc))
     except BatchRejected as exc:
-        return _rejected(topic_name, index, exc)
+        return _rejected(topic_name, index, exc, partition.log_start_offset)
     staged = _Staged(
         topic_name, index, partition, data, batches,
         "compact" in broker.topics.effective_config(topic, "cleanup.policy"),
@@ -107,14 +109,17 @@ def _check_records(staged: _Staged) -> dict | None:
         for pos, header in staged.batches:
             check_records(staged.data, pos, header, staged.compacted, staged.decompressed_limit)
     except BatchRejected as exc:
-        return _rejected(staged.topic, staged.index, exc)
+        return _rejected(staged.topic, staged.index, exc, staged.partition.log_start_offset)
     return None
 
 
-def _rejected(topic: str, index: int, exc: BatchRejected) -> dict:
+def _rejected(topic: str, index: int, exc: BatchRejected, log_start_offset: int) -> dict:
+    """A record validation failure; like Kafka's ReplicaManager it names the log start offset
+    (only framing, size and unknown-partition errors answer -1)."""
     log.warning("rejected batch for %s-%d: %s", topic, index, exc.message)
     errors = [{"batch_index": i, "batch_index_error_message": m} for i, m in exc.record_errors]
-    return _partition_result(index, exc.code, exc.message, record_errors=errors)
+    return _partition_result(index, exc.code, exc.message, record_errors=errors,
+                             log_start_offset=log_start_offset)
 
 
 def append_partition(
@@ -154,7 +159,8 @@ def _append(broker: Broker, staged: _Staged) -> tuple[dict[str, Any], PartitionL
                     ), None
                 raise ProducerError(45, "duplicate batch inside a multi-batch record set")
     except ProducerError as exc:
-        return _partition_result(index, exc.code, str(exc)), None
+        return _partition_result(index, exc.code, str(exc),
+                                 log_start_offset=partition.log_start_offset), None
     try:
         result = partition.append(bytearray(staged.data), staged.batches)
     except StorageError as exc:  # logged once by the log, not per request
@@ -200,8 +206,37 @@ async def _flush(partition: PartitionLog, result: dict[str, Any]) -> None:
         result.update(error_code=KAFKA_STORAGE_ERROR, error_message=str(exc))
 
 
+def _refuse_request(request: Any) -> dict[str, Any] | None:
+    """Kafka's request-level refusals (KafkaApis.handleProduceRequest, ReplicaManager.
+    appendRecords): every partition gets the same error and nothing is appended."""
+    if request.transactional_id is None and any(
+        _first_batch_transactional(p.records)
+        for t in request.topic_data for p in t.partition_data
+    ):
+        code = TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    elif request.acks not in (-1, 0, 1):
+        code = INVALID_REQUIRED_ACKS
+    else:
+        return None
+    return {"throttle_time": 0, "responses": [
+        {"name": t.name, "partition_responses": [_partition_result(p.index, code)
+                                                 for p in t.partition_data]}
+        for t in request.topic_data
+    ]}
+
+
+def _first_batch_transactional(records: bytes | None) -> bool:
+    """Transactional data (attributes, bytes 21-22, after baseOffset, length, leaderEpoch, magic
+    and crc). Kafka checks control batches too; a client's control batch stays INVALID_RECORD
+    here (docs/kafka-differences.md, "Produce")."""
+    return records is not None and len(records) >= 23 and records[22] & 0x30 == 0x10
+
+
 @handles(0, 3, 9)
 async def produce(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any] | None:
+    refused = _refuse_request(request)
+    if refused is not None:
+        return None if request.acks == 0 else refused
     responses = []
     appended: list[tuple[PartitionLog, dict[str, Any]]] = []
     queued: list[tuple[_Staged, dict[str, Any], tuple[Any, asyncio.Future[None]]]] = []
