@@ -145,6 +145,8 @@ class PartitionLog:
         for segment in self.segments:
             try:
                 segment.sync()
+                if segment is self.segments[-1]:
+                    segment.give_back_reserve()
             finally:
                 segment.close()
         self.segments = []
@@ -191,6 +193,7 @@ class PartitionLog:
         if active.size == 0:
             return
         active.sync()
+        active.give_back_reserve()
         active._close_index_fds()
         self.producer_state.write_snapshot(active.next_offset)
         self._new_segment(active.next_offset)

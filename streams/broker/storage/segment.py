@@ -18,6 +18,7 @@ from pathlib import Path
 import crc32c
 
 from ..records import HEADER_SIZE, BatchHeader, iter_batches, parse_header
+from . import prealloc
 from .files import FILES, INDEX, LOG, TIME_INDEX
 
 log = logging.getLogger(__name__)
@@ -30,6 +31,11 @@ _SCAN_CHUNK = 1 << 20
 _BATCH_PREFIX = struct.Struct(">qiibIhi")
 _HEADER_WINDOW = 4096
 _NO_UPPER = 1 << 63
+# Blocks reserved past the end (prealloc.py): as much as the segment holds, within these bounds,
+# so an idle partition reserves little and a busy one calls fallocate rarely.
+_RESERVE_MIN = 256 * 1024
+_RESERVE_MAX = 8 << 20
+_NO_RESERVE = 1 << 62
 
 
 def segment_name(base_offset: int) -> str:
@@ -60,6 +66,7 @@ class Segment:
         self.max_timestamp = -1
         self.created_ms = 0
         self._bytes_since_index = 0
+        self._reserved_to = self.size  # blocks are allocated up to here (prealloc.py)
 
     def file_path(self, kind: str) -> Path:
         return {LOG: self.log_path, INDEX: self.index_path, TIME_INDEX: self.time_index_path}[kind]
@@ -212,6 +219,8 @@ class Segment:
         """Append batches (offsets already assigned) and index them."""
         position = self.size
         with self._log() as fd:
+            if position + len(data) > self._reserved_to:
+                self._reserve(fd, position + len(data))
             written = os.pwrite(fd, data, position)
         if written != len(data):
             raise OSError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
@@ -228,6 +237,20 @@ class Segment:
                     FILES.get(self, TIME_INDEX),
                     _TIME_ENTRY.pack(header.max_timestamp, header.base_offset - self.base_offset),
                 )
+
+    def _reserve(self, fd: int, end: int) -> None:
+        start = max(self._reserved_to, self.size)
+        ahead = min(max(end, _RESERVE_MIN), _RESERVE_MAX)
+        if prealloc.reserve(fd, start, end - start + ahead):
+            self._reserved_to = end + ahead
+        else:
+            self._reserved_to = _NO_RESERVE  # not here: plain appends
+
+    def give_back_reserve(self) -> None:
+        """Free the blocks reserved past the end (the segment is closed for appends)."""
+        with self._log() as fd:
+            prealloc.give_back(fd, self.size)
+        self._reserved_to = self.size
 
     def sync(self) -> None:
         """fdatasync the log; any descriptor of the file flushes all of its written data
