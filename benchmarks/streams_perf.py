@@ -626,7 +626,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--partitions", type=int, default=4, help="input partitions (default 4)")
     p.add_argument("--only", help="comma list of substrings; run only rows whose "
                                   "'workload/variant' name contains one of them (e.g. "
-                                  "'count,ours' runs count rows and every ours row)")
+                                  "'count,ours' runs count rows and every ours row; a "
+                                  "term ending in $ matches the name's end: 'ours-eos$')")
     p.add_argument("--all-of", help="comma list of substrings that must all match "
                                     "'workload/variant' (e.g. 'join,ours-eos')")
     p.add_argument("--json", metavar="PATH", help="write a JSON summary to PATH")
@@ -651,13 +652,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def selected(args: argparse.Namespace) -> list[tuple[str, str]]:
+    def matches(term: str, name: str) -> bool:  # "term$": the name ends with term
+        return name.endswith(term[:-1]) if term.endswith("$") else term in name
+
     rows = [(w, v) for w in WORKLOADS for v in VARIANTS]
     if args.only:
         wanted = [s.strip() for s in args.only.split(",") if s.strip()]
-        rows = [(w, v) for w, v in rows if any(s in f"{w}/{v}" for s in wanted)]
+        rows = [(w, v) for w, v in rows if any(matches(s, f"{w}/{v}") for s in wanted)]
     if args.all_of:
         needed = [s.strip() for s in args.all_of.split(",") if s.strip()]
-        rows = [(w, v) for w, v in rows if all(s in f"{w}/{v}" for s in needed)]
+        rows = [(w, v) for w, v in rows if all(matches(s, f"{w}/{v}") for s in needed)]
     return rows
 
 
