@@ -100,7 +100,8 @@ class Committer:
         await self.collector.wait_delivered()
         if offsets:
             await self.consumer.commit(offsets)
-        self.tasks.write_checkpoints()
+        # No checkpoint here: stores keep changing after it (see restore.py); a clean close
+        # writes one.
         await self._committed(offsets, force)
 
     async def _finish_txn(self, offsets: dict[TopicPartition, int], group: GroupMetadata,

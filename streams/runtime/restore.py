@@ -1,11 +1,15 @@
 """State restoration from changelog topics, and the per-task checkpoint file.
 
 A task's ``.checkpoint`` (JSON: ``{"topic:partition": next_offset}``) says how far its local
-stores already reflect the changelog. Restoring reads each changelog partition from there (or
-from the beginning) up to its end offset, with read_committed under exactly-once. Under EOS the
-checkpoint is deleted when a task starts and rewritten only on a clean close, so a missing
-checkpoint means "unclean stop": the local stores are wiped and rebuilt from the changelog
-(reference §3.2).
+stores reflect the changelog, and that they reflect nothing beyond it. Restoring reads each
+changelog partition from there (or from the beginning) up to its end offset, with
+read_committed under exactly-once. The checkpoint is deleted when a task starts and rewritten
+only on a clean close, under either guarantee: while a task runs, its RocksDB stores are
+written before the changelog records that mirror them are delivered (a range scan flushes the
+pending writes at any moment), so after a crash local state may hold updates the changelog
+never got. A missing checkpoint therefore means "unclean stop": the local stores are wiped and
+rebuilt from the changelog. (Kafka Streams keeps RocksDB's WAL off and flushes stores only
+after the offsets commit to the same end.)
 """
 
 from __future__ import annotations
@@ -59,8 +63,8 @@ class ChangelogState:
     restored: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset at end
 
 
-def prepare_task(task: Any, topology: Any, eos: bool) -> ChangelogState:
-    """Decide where each store's restore starts; wipe after an unclean stop under EOS."""
+def prepare_task(task: Any, topology: Any) -> ChangelogState:
+    """Decide where each store's restore starts; wipe after an unclean stop."""
     state = ChangelogState()
     checkpoint = read_checkpoint(task.task_dir)
     for name, store in task.stores.items():
@@ -70,11 +74,10 @@ def prepare_task(task: Any, topology: Any, eos: bool) -> ChangelogState:
         state.stores[tp] = store
         persistent = getattr(store, "persistent", True)
         start = checkpoint.get(tp) if (checkpoint is not None and persistent) else None
-        if eos and start is None and persistent:
+        if start is None and persistent:
             log.info("task %s: no clean checkpoint for store %s, wiping it to restore from "
                      "the changelog", task.task_id, name)
             store.wipe()
         state.start[tp] = start
-    if eos:
-        delete_checkpoint(task.task_dir)
+    delete_checkpoint(task.task_dir)
     return state

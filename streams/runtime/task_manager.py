@@ -58,7 +58,7 @@ class TaskManager:
         self.partitions[task_id] = parts
         for tp in parts:
             self.by_partition[tp] = task
-        state = prepare_task(task, self.topology, self.eos)
+        state = prepare_task(task, self.topology)
         self.changelogs[task_id] = state
         if state.stores:
             self.restoring.add(task_id)
@@ -82,11 +82,6 @@ class TaskManager:
             if offset >= 0:
                 result[tp] = offset
         return result
-
-    def write_checkpoints(self) -> None:
-        for task_id, task in self.running():
-            if self.changelogs.get(task_id):
-                write_checkpoint(task.task_dir, self.checkpoint_offsets(task_id))
 
     def close(self, task_id: TaskId, clean: bool) -> None:
         task = self.tasks.pop(task_id)
