@@ -127,20 +127,24 @@ class OffsetOperations:
     async def commit_offsets(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
+        unknown_group_error: int = errors.ILLEGAL_GENERATION,
     ) -> dict[TopicPartition, int]:
-        error = self._check_commit(group_id, generation_id, member_id, group_instance_id)
+        """``unknown_group_error``: the answer to a generation for a group that does not exist
+        (Kafka: GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION before)."""
+        error = self._check_commit(group_id, generation_id, member_id, group_instance_id,
+                                   unknown_group_error)
         if error:
             return dict.fromkeys(offsets, error)
         return await self.store_offsets(group_id, offsets)
 
     def _check_commit(self, group_id: str, generation_id: int, member_id: str,
-                      group_instance_id: str | None) -> int:
+                      group_instance_id: str | None, unknown_group_error: int) -> int:
         group = self.groups.get(group_id)
         if group is None:
             if generation_id < 0:  # a group that only stores offsets here
                 self._get_or_create(group_id)
                 return errors.NONE
-            return errors.ILLEGAL_GENERATION
+            return unknown_group_error
         if group.is_(DEAD):
             return errors.COORDINATOR_NOT_AVAILABLE
         if group.static_member_fenced(member_id, group_instance_id):

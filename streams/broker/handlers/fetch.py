@@ -68,7 +68,9 @@ def _read_partitions(
             entry.update(high_watermark=hw, last_stable_offset=lso,
                          log_start_offset=log.log_start_offset)
             if p.fetch_offset < log.log_start_offset or p.fetch_offset > hw:
-                entry["error_code"] = OFFSET_OUT_OF_RANGE
+                # Kafka answers an error partition with unknown (-1) offsets.
+                entry.update(error_code=OFFSET_OUT_OF_RANGE, high_watermark=-1,
+                             last_stable_offset=-1, log_start_offset=-1)
                 continue
             upper = lso if read_committed else hw
             # KIP-74: the first partition with data may exceed max_bytes by one whole batch.
@@ -176,5 +178,7 @@ async def list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> dic
                 found = log.offset_for_timestamp(p.timestamp)
                 if found is not None:
                     entry.update(offset=found[0], timestamp=found[1])
+            if entry["offset"] == -1:
+                entry["leader_epoch"] = -1  # no offset found: no epoch either (as Kafka)
         topics.append({"name": topic.name, "partitions": partitions})
     return {"throttle_time": 0, "topics": topics}

@@ -166,6 +166,7 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> di
         request.member_id or "",
         getattr(request, "group_instance_id", None),
         offsets,
+        errors.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else errors.ILLEGAL_GENERATION,
     )
     return {
         "throttle_time": 0,

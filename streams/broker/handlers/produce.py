@@ -140,14 +140,16 @@ def append_partition(
 def _append(broker: Broker, staged: _Staged) -> tuple[dict[str, Any], PartitionLog | None]:
     """Producer-state checks, then the append; returns (result, log or None)."""
     partition, index = staged.partition, staged.index
+    for _pos, header in staged.batches:
+        if header.is_transactional:
+            code = broker.transactions.verify_produce(
+                header.producer_id, header.producer_epoch, staged.topic, index
+            )
+            if code:  # refused before the log is asked (KIP-890 verification): offsets -1
+                return _partition_result(
+                    index, code, "transactional batch rejected by the coordinator"), None
     try:
         for _pos, header in staged.batches:
-            if header.is_transactional:
-                code = broker.transactions.verify_produce(
-                    header.producer_id, header.producer_epoch, staged.topic, index
-                )
-                if code:
-                    raise ProducerError(code, "transactional batch rejected by the coordinator")
             duplicate = partition.producer_state.check(header)
             if duplicate is not None:
                 if len(staged.batches) == 1:
