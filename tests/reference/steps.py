@@ -94,8 +94,16 @@ def init_producer_id(side: Side, transactional_id: str | None = None, timeout_ms
 def find_coordinator(side: Side, key: str, key_type: int = 0) -> Any:
     """FindCoordinator (0 group, 1 transaction), asked again until the coordinator is up."""
     body = {"key_type": key_type, "coordinator_keys": [key]}
-    return side.poll(FIND_COORDINATOR, body, lambda a: a["coordinators"][0]["error_code"]
-                     not in SETTLING)
+    answer = side.poll(FIND_COORDINATOR, body, lambda a: a["coordinators"][0]["error_code"]
+                       not in SETTLING)
+    if key_type == 0:
+        # Kafka names the coordinator before it has loaded the group's partition: wait until
+        # the group answers OffsetFetch.
+        side.poll(OFFSET_FETCH, {"groups": [{"group_id": key, "member_id": None,
+                                             "member_epoch": -1, "topics": None}],
+                                 "require_stable": False},
+                  lambda a: a["groups"][0]["error_code"] not in SETTLING)
+    return answer
 
 
 def list_offsets(side: Side, topic: str, timestamp: int, partition: int = 0,
@@ -141,3 +149,24 @@ def fetched(answer: Any) -> Any:
         })
     part["batches"] = entries
     return answer
+
+
+def consume(side: Side, topic: str, isolation_level: int = 0, partition: int = 0) -> Any:
+    """Fetch from offset 0 until nothing more comes, as a consumer reads.
+
+    A single Fetch may legitimately stop early (Kafka returned one batch of several after
+    transaction markers), so what is compared is everything a consumer would read: the last
+    answer's offsets, every aborted transaction listed and every batch.
+    """
+    offset, batches, aborted = 0, [], []
+    for _ in range(1000):
+        answer = fetched(fetch(side, topic, offset, partition, isolation_level))
+        part = answer["responses"][0]["partitions"][0]
+        aborted += [a for a in part.pop("aborted_transactions") or [] if a not in aborted]
+        new = part.pop("batches")
+        if not new:
+            break
+        batches += new
+        offset = new[-1]["records"][-1][0] + 1
+    part.update(aborted_transactions=aborted, batches=batches)
+    return part
