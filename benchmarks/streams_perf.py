@@ -205,6 +205,7 @@ class Checker(threading.Thread):
         self.consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
         self.done = threading.Event()
         self.done_at = 0.0
+        self.first_at = 0.0  # when the first output record arrived (start-up latency)
         self.stopping = threading.Event()
         self.count = 0
         self.values: list[bytes] = []  # (a)/(d): every output value, checked after the run
@@ -245,6 +246,8 @@ class Checker(threading.Thread):
             for msg in self.consumer.consume(1000, 0.05):
                 if msg.error():
                     raise KafkaException(msg.error())
+                if not self.count:
+                    self.first_at = time.perf_counter()
                 self.count += 1
                 if keyed:
                     key, c = self.decode(msg.key(), msg.value())
@@ -306,6 +309,7 @@ class Row:
     workload: str
     variant: str
     seconds: float = 0.0
+    first_output_s: float = 0.0  # from GO to the first output record (start-up, first commit)
     records: int = 0
     outputs: int = 0
     app_cpu_s: float = 0.0
@@ -405,6 +409,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
             row.error = checker.error
         if row.error is None:
             row.seconds = checker.done_at - t0
+            row.first_output_s = checker.first_at - t0
             time.sleep(args.quiet)  # late duplicates would show up now
             row.outputs = checker.count
             wrong = checker.verify()
@@ -709,7 +714,8 @@ def main(argv: list[str] | None = None) -> int:
                 failed |= variant.split("-")[0] in ("ours", "hand")
                 print(f"FAILED: {row.error}", flush=True)
             else:
-                print(f"{row.rate:>9,.0f} rec/s ({row.seconds:.2f} s, {row.outputs:,} outputs, "
+                print(f"{row.rate:>9,.0f} rec/s ({row.seconds:.2f} s, first output after "
+                      f"{row.first_output_s:.2f} s, {row.outputs:,} outputs, "
                       f"app cpu {100 * row.app_cpu_s / row.seconds:.0f}%, broker cpu "
                       f"{100 * row.broker_cpu_s / row.seconds:.0f}%)", flush=True)
             if broker.poll() is not None:
