@@ -8,13 +8,52 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import EmbeddedBroker  # noqa: E402
+from helpers import EmbeddedBroker, ReferenceKafka, reference_unavailable  # noqa: E402
+
+TESTS = Path(__file__).parent
+# The suites that talk to the broker only through Kafka clients: with --kafka=reference their
+# `broker` fixture is Apache Kafka. Every other test that takes `broker` checks our broker
+# itself (its internals, its files, its answers) and keeps it whatever the option says.
+SWITCHED = (TESTS / "runtime", TESTS / "faults", TESTS / "unit" / "test_kafka_internals.py")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--kafka", choices=("bundled", "reference"), default="bundled",
+        help="the broker of the runtime suites (tests/runtime, tests/faults, "
+             "tests/unit/test_kafka_internals.py): our bundled broker (default) or Apache "
+             "Kafka from tests/reference/kafka.py (`make kafka-reference`), one per test")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "on_kafka: also run on Apache Kafka in `make test` (tests/reference/"
+        "test_runtime_on_kafka.py runs it there): keep the set within a few minutes")
+
+
+def switched(path: Path) -> bool:
+    return any(path == root or root in path.parents for root in SWITCHED)
+
+
+@pytest.fixture(scope="session")
+def kafka_kind(request: pytest.FixtureRequest) -> str:
+    """``bundled`` or ``reference`` (--kafka); skips the test when Apache Kafka cannot run."""
+    kind = request.config.getoption("--kafka")
+    if kind == "reference":
+        reason = reference_unavailable()
+        if reason:
+            pytest.skip(reason)
+    return kind
 
 
 @pytest.fixture
-def broker(tmp_path: Path) -> Iterator[EmbeddedBroker]:
-    """A fresh embedded broker with its own data directory; stopped after the test."""
-    instance = EmbeddedBroker(tmp_path / "broker").start()
+def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EmbeddedBroker]:
+    """A fresh broker with its own data directory, stopped after the test: our embedded broker,
+    or with --kafka=reference in the runtime suites a fresh Apache Kafka (same `.bootstrap`)."""
+    if switched(Path(request.path)) and request.getfixturevalue("kafka_kind") == "reference":
+        instance = ReferenceKafka(tmp_path / "kafka").start()
+    else:
+        instance = EmbeddedBroker(tmp_path / "broker").start()
     try:
         yield instance
     finally:

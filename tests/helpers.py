@@ -150,3 +150,80 @@ class BrokerProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait(10)
+
+
+class ReferenceKafka:
+    """Apache Kafka (tests/reference/kafka.py's KRaft node) with EmbeddedBroker's and
+    BrokerProcess's surface: ``bootstrap``, ``port``, ``data_dir``, ``start``, ``stop`` (clean),
+    ``kill`` (SIGKILL) and ``restart``. Every start reuses the port and the data directory
+    (formatted once), so a restart is a restart of the same cluster. ``properties`` are appended
+    to the generated server.properties (the later line wins)."""
+
+    def __init__(self, data_dir: Path, port: int | None = None,
+                 properties: dict[str, object] | None = None) -> None:
+        from reference import kafka  # tests/reference: imported only when Kafka is wanted
+
+        extra = "".join(f"{k}={v}\n" for k, v in (properties or {}).items())
+
+        class Node(kafka.KafkaNode):
+            def configure(self) -> Path:
+                props = super().configure()
+                with open(props, "a") as out:
+                    out.write(extra)
+                return props
+
+        self.node = Node(port or free_port(), Path(data_dir))
+
+    @property
+    def port(self) -> int:
+        return self.node.port
+
+    @property
+    def data_dir(self) -> Path:
+        return self.node.data_dir
+
+    @property
+    def bootstrap(self) -> str:
+        return self.node.bootstrap
+
+    @property
+    def log_file(self) -> Path:
+        return self.node.log_file
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.node.proc
+
+    def start(self) -> ReferenceKafka:
+        self.node.start()
+        return self
+
+    def stop(self) -> None:
+        self.node.stop()
+
+    def kill(self) -> None:
+        proc = self.node.proc
+        if proc is not None and proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+    def restart(self) -> ReferenceKafka:
+        self.stop()
+        return self.start()
+
+
+def reference_unavailable() -> str | None:
+    """Why Apache Kafka cannot run here (no java, no jars and no mvn, a failed download)."""
+    import shutil
+
+    from reference import kafka
+
+    if shutil.which("java") is None:
+        return "--kafka=reference needs java on PATH"
+    if not kafka.prepared() and shutil.which("mvn") is None:
+        return "--kafka=reference needs mvn on PATH (or jars from `make kafka-reference`)"
+    try:
+        kafka.prepare()
+    except kafka.PrepareError as exc:
+        return f"--kafka=reference: Apache Kafka's jars cannot be prepared: {exc}"
+    return None

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import BrokerProcess, wait_until
+from helpers import BrokerProcess, ReferenceKafka, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0  # a loaded 2-core machine starts a process slowly; success ends it early
@@ -105,17 +105,24 @@ class AppInstance:
 
 @dataclass
 class Cluster:
-    """A broker subprocess and the scenario's app instances."""
+    """A broker subprocess and the scenario's app instances. ``kafka`` picks the broker: ours
+    (``bundled``) or Apache Kafka (``reference``); either restarts on the same data directory
+    and port, so broker_restart and broker_outage mean the same on both."""
 
     workdir: Path
     app_args: list[str]
-    broker: BrokerProcess = field(init=False)
+    kafka: str = "bundled"
+    broker: BrokerProcess | ReferenceKafka = field(init=False)
     instances: list[AppInstance] = field(default_factory=list)
     incidents: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        settings = {"group.initial.rebalance.delay.ms": 0, "num.partitions": 4}
+        if self.kafka == "reference":
+            self.broker = ReferenceKafka(self.workdir / "kafka-data", properties=settings)
+            return
         config = self.workdir / "broker.properties"
-        config.write_text("group.initial.rebalance.delay.ms=0\nnum.partitions=4\n")
+        config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
         self.broker = BrokerProcess(self.workdir / "broker-data",
                                     extra=["--config", str(config)])
 

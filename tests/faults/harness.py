@@ -105,7 +105,7 @@ def replay_bound(plan: InputPlan) -> dict[Any, int]:
 
 def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *,
                  per_chunk: int = 200, cache_bytes: int = 0,
-                 instances: int = INSTANCES) -> RunResult:
+                 instances: int = INSTANCES, kafka: str = "bundled") -> RunResult:
     scenario = SCENARIOS[name]
     started = time.monotonic()
     chunks = 2 * len(schedule.faults) + 2  # one before the faults, two per fault, one after
@@ -113,7 +113,7 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
     expected = expected_output(scenario, plan)
     workdir.mkdir(parents=True, exist_ok=True)
     app_args = ["--scenario", name, "--guarantee", guarantee, "--cache-bytes", str(cache_bytes)]
-    cluster = Cluster(workdir, app_args)
+    cluster = Cluster(workdir, app_args, kafka)
     group = f"faults-{name}"
     decode = _decoder(scenario)
     cache_on = cache_bytes > 0

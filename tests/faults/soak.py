@@ -51,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=int, default=None, help="statestore.cache.max.bytes")
     parser.add_argument("--outage", type=float, default=30.0, help="broker outage seconds")
     parser.add_argument("--per-chunk", type=int, default=200, help="input records per chunk")
+    parser.add_argument("--kafka", choices=("bundled", "reference"), default="bundled",
+                        help="our broker or Apache Kafka (tests/reference/kafka.py)")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     print(f"soak: seed {seed}, {args.minutes:g} minutes", flush=True)
@@ -65,14 +67,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"-- run {index}: seed {run_seed}: {scenario} {guarantee} cache={cache} "
               f"[{schedule.describe()}]", flush=True)
         result = run_scenario(scenario, guarantee, schedule, workdir,
-                              per_chunk=args.per_chunk, cache_bytes=cache)
+                              per_chunk=args.per_chunk, cache_bytes=cache, kafka=args.kafka)
         results.append(result)
         print(result.report(), flush=True)
         if result.ok:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"   reproduce: python -m tests.faults.soak --seed {run_seed} --minutes 0 "
-                  f"--outage {args.outage:g} --per-chunk {args.per_chunk}", flush=True)
+                  f"--outage {args.outage:g} --per-chunk {args.per_chunk} --kafka {args.kafka}", flush=True)
     return _totals(results)
 
 

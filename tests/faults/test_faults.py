@@ -42,11 +42,11 @@ CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
                          ids=[f"{s}-{g}-cache{int(c > 0)}-{'+'.join(f)}"
                               for s, g, c, f, _ in CI_RUNS])
 def test_scenario_survives_fault(tmp_path: Path, scenario: str, guarantee: str, cache: int,
-                                 faults: list[str], seed: int) -> None:
+                                 faults: list[str], seed: int, kafka_kind: str) -> None:
     result = run_scenario(scenario, guarantee, Schedule.of(seed, faults, CI_OUTAGE_S),
-                          tmp_path, cache_bytes=cache)
+                          tmp_path, cache_bytes=cache, kafka=kafka_kind)
     print(result.report())
     assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m tests.faults.soak "
                        f"--scenario {scenario} --guarantee {guarantee} --faults "
                        f"{','.join(faults)} --cache {cache} --seed {seed} --outage {CI_OUTAGE_S:.0f} "
-                       f"--minutes 0")
+                       f"--minutes 0 --kafka {kafka_kind}")
