@@ -15,6 +15,14 @@ from typing import Any
 
 from streams.broker import Broker, BrokerConfig
 
+DAY_MS = 86_400_000
+# Record timestamps for broker-backed tests: midnight UTC of the day before the run, so every
+# record is within retention as a real app's are. Apache Kafka's first retention pass runs 30 s
+# after it starts (log.initial.task.delay.ms) and deletes whole segments whose newest record is
+# older than retention.ms (7 days): timestamps near 0 lose input and output mid-test. Aligned
+# to a day so that window boundaries fall where they would from 0.
+RECENT_TS = (int(time.time() * 1000) // DAY_MS - 1) * DAY_MS
+
 
 def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05,
                message: str = "condition") -> Any:

@@ -30,7 +30,10 @@ from streams.topology.topology import Topology
 
 PARTITIONS = 4
 S, L, J = Serdes.string(), Serdes.long(), Serdes.json()
-BASE_TS = 1_700_000_000_000
+# Midnight UTC yesterday, as helpers.RECENT_TS (not imported: app instances load this module):
+# within retention of now, since Apache Kafka deletes older segments from 30 s after it starts;
+# day-aligned, so that windows fall as from any other midnight.
+BASE_TS = (int(time.time() * 1000) // 86_400_000 - 1) * 86_400_000
 
 Rec = tuple[str, Any, Any, int]  # (topic, key, value, timestamp)
 

@@ -15,7 +15,7 @@ import signal
 from collections import defaultdict
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from helpers import wait_until
+from helpers import RECENT_TS, wait_until
 
 from .kafka_io import create_topics, produce, read_all
 from .test_crash_runtime import KEYS, App, counts_by_key
@@ -45,7 +45,7 @@ def _records(rng: random.Random, count: int, expected: dict[str, int], start: in
     for i in range(count):
         key = KEYS[rng.randrange(len(KEYS))]
         expected[key] += 1
-        records.append((key.encode(), b"x", start + i))
+        records.append((key.encode(), b"x", RECENT_TS + start + i))
     return records
 
 

@@ -20,7 +20,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from helpers import RECENT_TS, wait_until
 
 from .kafka_io import create_topics, produce, read_all
 
@@ -72,7 +72,7 @@ def test_counting_survives_sigkill(broker, tmp_path, guarantee, cache_max_bytes)
         for i in range(CHUNK):
             key = KEYS[rng.randrange(len(KEYS))]
             expected[key] += 1
-            records.append((key.encode(), b"x", 1_000 * index + i))
+            records.append((key.encode(), b"x", RECENT_TS + 1_000 * index + i))
         produce(broker.bootstrap, "crash-input", records)
 
     for run in range(KILLS):
@@ -133,7 +133,7 @@ def test_survivor_takes_over_the_tasks_and_state_of_a_killed_instance(broker, tm
         for i in range(CHUNK):
             key = KEYS[rng.randrange(len(KEYS))]
             expected[key] += 1
-            records.append((key.encode(), b"x", 1_000 * index + i))
+            records.append((key.encode(), b"x", RECENT_TS + 1_000 * index + i))
         produce(broker.bootstrap, "crash-input", records)
 
     produce_chunk(0)

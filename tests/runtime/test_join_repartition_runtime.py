@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from helpers import wait_until
+from helpers import RECENT_TS, wait_until
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
 from streams.runtime import State
@@ -65,7 +65,7 @@ def test_join_after_select_key_on_four_partitions_and_two_processes(broker, tmp_
     create_topics(broker.bootstrap, {"payments": 4, "users": 4, "payments-enriched": 4})
     regions = {f"user{i}": ("eu", "us", "apac")[i % 3] for i in range(USERS)}
     produce(broker.bootstrap, "users",
-            [(u.encode(), r.encode(), 1_000 + i) for i, (u, r) in enumerate(regions.items())])
+            [(u.encode(), r.encode(), RECENT_TS + 1_000 + i) for i, (u, r) in enumerate(regions.items())])
     apps = [App(broker.bootstrap, tmp_path / f"state-{n}", tmp_path / f"app-{n}.log")
             for n in "ab"]
     try:
@@ -74,7 +74,7 @@ def test_join_after_select_key_on_four_partitions_and_two_processes(broker, tmp_
         payments = {f"pay{i}": {"id": i, "user": f"user{i % USERS}", "amount": i}
                     for i in range(PAYMENTS)}
         produce(broker.bootstrap, "payments",
-                [(k.encode(), json.dumps(p).encode(), 10_000 + p["id"])
+                [(k.encode(), json.dumps(p).encode(), RECENT_TS + 10_000 + p["id"])
                  for k, p in payments.items()])
 
         def joined(records) -> set[int]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from aiokafka.admin import AIOKafkaAdminClient
-from helpers import wait_until
+from helpers import RECENT_TS, wait_until
 
 from streams import KafkaStreams
 from streams.runtime import State
@@ -82,8 +82,9 @@ def _windows() -> tuple[dict[str, int], list[tuple[bytes, bytes, int]]]:
     for w in range(WINDOWS):
         for i, key in enumerate(KEYS):
             n = 1 + (i + w) % 3
-            expected[f"{key}@{w * WINDOW_MS}"] = n
-            records += [(key.encode(), b"x", w * WINDOW_MS + 10 * j) for j in range(n)]
+            expected[f"{key}@{RECENT_TS + w * WINDOW_MS}"] = n
+            records += [(key.encode(), b"x", RECENT_TS + w * WINDOW_MS + 10 * j)
+                        for j in range(n)]
     return expected, records
 
 
@@ -108,7 +109,7 @@ def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
     second = App(broker.bootstrap, state_dir, tmp_path / "second.log")
     try:
         wait_until(second.running, timeout=60, message="second instance RUNNING")
-        late = (WINDOWS + 1) * WINDOW_MS + GRACE_MS  # past every window's close
+        late = RECENT_TS + (WINDOWS + 1) * WINDOW_MS + GRACE_MS  # past every window's close
         for partition in (0, 1):
             produce(broker.bootstrap, "suppress-input", [(b"tick", b"x", late)],
                     partition=partition)
@@ -151,7 +152,8 @@ def test_suppressed_windows_follow_their_task_to_another_instance(broker, tmp_pa
                    timeout=60, message="the tasks spread over both instances")
         for partition in (0, 1):
             produce(broker.bootstrap, "suppress-input",
-                    [(b"tick", b"x", (WINDOWS + 1) * WINDOW_MS + GRACE_MS)], partition=partition)
+                    [(b"tick", b"x", RECENT_TS + (WINDOWS + 1) * WINDOW_MS + GRACE_MS)],
+                    partition=partition)
         finals = read_all(broker.bootstrap, "suppress-final",
                           until=lambda rs: len({r.key for r in rs}) >= len(expected),
                           timeout=90, quiet=1.5)

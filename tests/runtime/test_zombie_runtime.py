@@ -13,7 +13,7 @@ import signal
 import time
 from collections import defaultdict
 
-from helpers import wait_until
+from helpers import RECENT_TS, wait_until
 
 from .kafka_io import create_topics, produce, read_all
 from .test_crash_runtime import KEYS, App, counts_by_key
@@ -35,7 +35,7 @@ def test_paused_instances_commit_nothing_stale(broker, tmp_path) -> None:
         for _ in range(CHUNK):
             key = KEYS[rng.randrange(len(KEYS))]
             expected[key] += 1
-            records.append((key.encode(), b"x", sent))
+            records.append((key.encode(), b"x", RECENT_TS + sent))
             sent += 1
         produce(broker.bootstrap, "crash-input", records)
 
