@@ -14,7 +14,7 @@ import contextlib
 import logging
 import os
 import struct
-from collections.abc import Awaitable
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
 from . import handlers
@@ -40,6 +40,7 @@ log = logging.getLogger("streams.broker")
 
 _SIZE = struct.Struct(">i")
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+READ_BYTES = 1 << 20  # at most this much taken from the socket's buffer per read
 ACCEPT_QUIET_S = 60.0
 # A handler's answer when it failed (already logged): the sender closes the connection.
 FAILED = bytearray()
@@ -163,32 +164,10 @@ class Broker:
         )
         in_flight: set[asyncio.Task[bytes | Frame | None]] = set()
         sender = asyncio.ensure_future(self._send_responses(responses, writer, peer))
+        frames = _read_frames(reader, peer, self.config.socket_request_max_bytes)
         try:
-            while not sender.done():
-                try:
-                    size_bytes = await reader.readexactly(4)
-                except asyncio.IncompleteReadError as exc:
-                    if exc.partial:
-                        log.warning("connection from %s closed inside a size prefix (%d of 4 "
-                                    "bytes)", peer, len(exc.partial))
-                    break
-                except ConnectionError:
-                    break
-                (size,) = _SIZE.unpack(size_bytes)
-                if size < 8 or size > self.config.socket_request_max_bytes:
-                    log.warning(
-                        "closing connection from %s: request size %d outside [8, %d]",
-                        peer,
-                        size,
-                        self.config.socket_request_max_bytes,
-                    )
-                    break
-                try:
-                    frame = await reader.readexactly(size)
-                except (asyncio.IncompleteReadError, ConnectionError) as exc:
-                    got = len(exc.partial) if isinstance(exc, asyncio.IncompleteReadError) else 0
-                    log.warning("connection from %s closed inside a %d-byte request (%s after "
-                                "%d bytes)", peer, size, type(exc).__name__, got)
+            async for frame in frames:
+                if sender.done():
                     break
                 try:
                     request_task = self._dispatch(frame, client_host, peer)
@@ -202,6 +181,7 @@ class Broker:
             await responses.put(None)
             await sender
         finally:
+            await frames.aclose()
             for pending in (*in_flight, sender):
                 pending.cancel()
             _release_unsent(responses)
@@ -257,8 +237,9 @@ class Broker:
         # sendfile(2) writes plain TCP only; over TLS the file slices are read and written.
         sock_fd = sock.fileno() if sock is not None and \
             writer.get_extra_info("sslcontext") is None else -1
+        waiting: list[asyncio.Task[bytes | Frame | None] | None] = []  # taken, not sent yet
         while True:
-            task = await responses.get()
+            task = waiting.pop() if waiting else await responses.get()
             if task is None:
                 return
             data = await task
@@ -276,7 +257,18 @@ class Broker:
                 if type(data) is Frame:
                     await _write_frame(transport, sock_fd, data)
                 else:
-                    transport.write(data)
+                    # Answers already done behind this one (a group commit finishes many
+                    # produce requests at once) go out in the same write: one send(2).
+                    chunks = [data]
+                    while not responses.empty():
+                        following = responses.get_nowait()
+                        done = _done_bytes(following)
+                        if done is None:
+                            waiting.append(following)
+                            break
+                        if done:
+                            chunks.append(done)
+                    transport.write(data if len(chunks) == 1 else b"".join(chunks))
                 if transport.get_write_buffer_size() > (1 << 22):
                     await writer.drain()
             except (ConnectionError, RuntimeError, OSError) as exc:
@@ -286,6 +278,59 @@ class Broker:
                                 peer, exc)
                     transport.abort()
                 broken = True
+
+
+def _done_bytes(task: asyncio.Task[bytes | Frame | None] | None) -> bytes | None:
+    """The encoded answer of a finished request (b"" for no answer, acks=0); None when it
+    is not plain finished bytes (still running, failed, a Frame, the end marker)."""
+    if task is None or not task.done() or task.cancelled() or task.exception() is not None:
+        return None
+    result = task.result()
+    if result is None:
+        return b""
+    return result if type(result) is bytes else None
+
+
+async def _read_frames(reader: asyncio.StreamReader, peer: Any, max_size: int
+                       ) -> AsyncIterator[bytes]:
+    """Request frames (without their size prefix) as they arrive. One read takes every
+    request already received, so pipelined requests cost one call and no per-request buffer
+    shuffling; a frame that is not all there yet is completed with readexactly."""
+    buf = b""
+    while True:
+        try:
+            chunk = await reader.read(READ_BYTES)
+        except ConnectionError:
+            return
+        if not chunk:
+            if buf:
+                log.warning("connection from %s closed inside a size prefix (%d of 4 bytes)",
+                            peer, len(buf))
+            return
+        buf = buf + chunk if buf else chunk
+        pos, end = 0, len(buf)
+        while end - pos >= 4:
+            (size,) = _SIZE.unpack_from(buf, pos)
+            if size < 8 or size > max_size:
+                log.warning("closing connection from %s: request size %d outside [8, %d]",
+                            peer, size, max_size)
+                return
+            start = pos + 4
+            if end - start >= size:
+                pos = start + size
+                yield buf[start:pos]
+                continue
+            try:
+                rest = await reader.readexactly(size - (end - start))
+            except (asyncio.IncompleteReadError, ConnectionError) as exc:
+                got = end - start + (len(exc.partial) if isinstance(
+                    exc, asyncio.IncompleteReadError) else 0)
+                log.warning("connection from %s closed inside a %d-byte request (%s after "
+                            "%d bytes)", peer, size, type(exc).__name__, got)
+                return
+            pos = end
+            yield buf[start:] + rest
+        buf = buf[pos:]
 
 
 async def _write_frame(transport: asyncio.WriteTransport, sock_fd: int, frame: Frame) -> None:
