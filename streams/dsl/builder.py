@@ -68,7 +68,9 @@ class StreamsBuilder:
         self.topology.add_state_store(
             self.store_builder(store_name, mat, key_serde, value_serde), table_source
         )
-        return KTable(self, table_source, store_name, key_serde, value_serde)
+        table = KTable(self, table_source, store_name, key_serde, value_serde)
+        table.offers_old_values = mat.name is not None  # Kafka materializes only named sources
+        return table
 
     def global_table(self, topic: str, *, key_serde: Serde[Any] | None = None,
                      value_serde: Serde[Any] | None = None,

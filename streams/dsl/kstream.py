@@ -167,7 +167,9 @@ class KStream:
         topology.add_processor(name, lambda: TableSourceProcessor(store_name), stream.node)
         topology.add_state_store(
             self.builder.store_builder(store_name, mat, key_serde, value_serde), name)
-        return KTable(self.builder, name, store_name, key_serde, value_serde)
+        table = KTable(self.builder, name, store_name, key_serde, value_serde)
+        table.offers_old_values = mat.name is not None  # Kafka materializes only named ones
+        return table
 
     # -- grouping -----------------------------------------------------------------------------
 

@@ -35,6 +35,10 @@ class KTable:
         # for old values travels up to it unless this table can read them from its own store.
         self.parent = parent
         self.send_old_values = False
+        # Whether Kafka answers enableSendingOldValues(false) with yes on this table's own
+        # account: aggregation and join results do, sources and derived tables only when
+        # materialized under a name (builder.table, to_table and _derive set it).
+        self.offers_old_values = True
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
@@ -44,6 +48,15 @@ class KTable:
         self.send_old_values = True
         if self.store_name is None and self.parent is not None:
             self.parent.enable_sending_old_values()
+
+    def enable_sending_old_values_if_materialized(self) -> bool:
+        """Kafka's ``enableSendingOldValues(false)``: send old values if that materializes
+        nothing new, and say whether they are sent (KTable.filter asks its parent this)."""
+        if not (self.send_old_values or self.offers_old_values or (
+                self.parent is not None and self.parent.enable_sending_old_values_if_materialized())):
+            return False
+        self.enable_sending_old_values()
+        return True
 
     # -- stateless table operators ------------------------------------------------------------
 
@@ -60,6 +73,7 @@ class KTable:
         key_serde = (mat.key_serde if mat else None) or self.key_serde
         value_serde = (mat.value_serde if mat else None) or value_serde
         table = KTable(builder, name, store_name, key_serde, value_serde, parent=self)
+        table.offers_old_values = mat is not None and mat.name is not None
         builder.topology.add_processor(name, lambda: make(table, store_name), self.node)
         if mat is not None:
             assert store_name is not None
@@ -69,18 +83,20 @@ class KTable:
 
     def filter(self, predicate: Callable[[Any, Any], bool],
                materialized: Materialized | str | None = None) -> KTable:
+        parent_sends = self.enable_sending_old_values_if_materialized()
         return self._derive(
             "KTABLE-FILTER", materialized,
             lambda table, store: TableFilterProcessor(predicate, False, store,
-                                                      table.send_old_values),
+                                                      table.send_old_values or parent_sends),
             self.value_serde)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool],
                    materialized: Materialized | str | None = None) -> KTable:
+        parent_sends = self.enable_sending_old_values_if_materialized()
         return self._derive(
             "KTABLE-FILTER", materialized,
             lambda table, store: TableFilterProcessor(predicate, True, store,
-                                                      table.send_old_values),
+                                                      table.send_old_values or parent_sends),
             self.value_serde)
 
     def map_values(self, mapper: Callable[[Any], Any],

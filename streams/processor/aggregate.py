@@ -63,8 +63,9 @@ class StreamAggregateProcessor(CacheForwarding, Processor[Any, Any]):
 class TableSourceProcessor(Processor[Any, Any]):
     """``StreamsBuilder.table`` / ``KStream.to_table``: upsert into the store, forward changes.
 
-    A null value deletes the key; null keys are dropped. Without a store (not materialized) the
-    old value is unknown and forwarded as None.
+    A null value deletes the key, and is forwarded even for a key the table did not hold (as
+    Kafka's KTableSource does: a left join's right side re-emits on it); null keys are dropped.
+    Without a store (not materialized) the old value is unknown and forwarded as None.
     """
 
     def __init__(self, store_name: str | None) -> None:
@@ -83,8 +84,6 @@ class TableSourceProcessor(Processor[Any, Any]):
         old = None
         if self.store is not None:
             old = self.store.get(record.key)
-            if record.value is None and old is None:
-                return  # deleting what is not there: nothing to forward
             self.store.put(record.key, record.value, record.timestamp)
         self.context.forward(record.with_value(Change(record.value, old)))
 

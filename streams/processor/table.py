@@ -21,11 +21,14 @@ log = logging.getLogger(__name__)
 
 
 class TableFilterProcessor(Processor[Any, Any]):
-    """``KTable.filter`` / ``filter_not``.
+    """``KTable.filter`` / ``filter_not``, as Kafka's KTableFilter.
 
     An update failing the predicate is forwarded as a tombstone (the key leaves the filtered
-    table); an input tombstone is forwarded only if the filtered table held the key. The
-    predicate is never called on a tombstone.
+    table), and an input tombstone is forwarded as is. When old values are sent (asked for
+    downstream, or offered by a materialized parent: KTableFilter asks its parent with
+    ``enableSendingOldValues(false)``), an update whose old and new filtered values are both
+    None is dropped: the key was not in the filtered table and is still not. The predicate is
+    never called on a tombstone.
     """
 
     def __init__(self, predicate: Callable[[Any, Any], bool], negate: bool,
@@ -51,13 +54,13 @@ class TableFilterProcessor(Processor[Any, Any]):
         key = record.key
         new = self._compute(key, change.new)
         old = None
-        if self.send_old or change.new is None:
+        if self.send_old:
             old = self.store.get(key) if self.store is not None else self._compute(key, change.old)
-            if change.new is None and old is None:
-                return  # a tombstone for a key the filtered table does not hold
+            if new is None and old is None:
+                return  # out of the filtered table before and after: nothing to say
         if self.store is not None:
             self.store.put(key, new, record.timestamp)
-        self.context.forward(record.with_value(Change(new, old if self.send_old else None)))
+        self.context.forward(record.with_value(Change(new, old)))
 
 
 class TableMapValuesProcessor(Processor[Any, Any]):

@@ -44,7 +44,9 @@ def test_filter_not_is_the_negation() -> None:
         TestRecord("a", 1, 1), TestRecord("b", None, 2)]
 
 
-def test_filter_forwards_an_input_tombstone_only_when_something_is_deleted() -> None:
+def test_filter_of_an_unnamed_source_forwards_every_tombstone() -> None:
+    """Kafka's KTableFilter drops an update that was and stays filtered out only when it sends
+    old values; an unnamed source table does not offer them (tests/reference/test_dsl_diff)."""
     calls: list[tuple[str, int]] = []
 
     def predicate(key: str, value: int) -> bool:
@@ -54,12 +56,24 @@ def test_filter_forwards_an_input_tombstone_only_when_something_is_deleted() -> 
     topology = table_topology(lambda t: t.filter(predicate))
     out = run(topology, [
         ("a", 10, 1), ("a", None, 2),  # a was in the filtered table: delete forwarded
-        ("b", 1, 3), ("b", None, 4),  # b was filtered out: nothing to delete
-        ("c", None, 5),  # c never existed (dropped at the source)
+        ("b", 1, 3), ("b", None, 4),  # b was filtered out: forwarded all the same
+        ("c", None, 5),  # c never existed: forwarded all the same
     ])
-    assert out == [TestRecord("a", 10, 1), TestRecord("a", None, 2), TestRecord("b", None, 3)]
-    # never called with a tombstone; the old value is re-checked to see if a delete is due
-    assert all(value is not None for _, value in calls)
+    assert out == [TestRecord("a", 10, 1), TestRecord("a", None, 2), TestRecord("b", None, 3),
+                   TestRecord("b", None, 4), TestRecord("c", None, 5)]
+    assert all(value is not None for _, value in calls)  # never called with a tombstone
+
+
+def test_filter_of_a_named_source_drops_what_stays_filtered_out() -> None:
+    """A materialized parent offers old values (Kafka: enableSendingOldValues(false)), so an
+    update out of the filtered table before and after is not forwarded."""
+    builder = StreamsBuilder()
+    table = builder.table("in", key_serde=S, value_serde=L, materialized="source")
+    table.filter(lambda k, v: v > 5).to_stream().to("out", key_serde=S, value_serde=L)
+    out = run(builder.build(), [("a", 10, 1), ("a", None, 2), ("b", 1, 3), ("b", None, 4),
+                                ("c", None, 5), ("d", 1, 6), ("d", 8, 7), ("d", 2, 8)])
+    assert out == [TestRecord("a", 10, 1), TestRecord("a", None, 2), TestRecord("d", 8, 7),
+                   TestRecord("d", None, 8)]
 
 
 def test_materialized_filter_is_queryable_and_deletes_filtered_keys() -> None:
@@ -146,9 +160,10 @@ def test_to_stream_with_a_mapper_changes_the_key_and_marks_repartition() -> None
 
 
 def test_table_to_stream_round_trip_keeps_tombstones() -> None:
+    """Kafka's KTableSource forwards a delete even for a key it does not hold."""
     topology = table_topology(lambda t: t)
     assert run(topology, [("a", 1, 1), ("a", None, 2), ("a", None, 3)]) == [
-        TestRecord("a", 1, 1), TestRecord("a", None, 2)]
+        TestRecord("a", 1, 1), TestRecord("a", None, 2), TestRecord("a", None, 3)]
 
 
 # -- joins and suppress are thin delegations to their own modules ------------------------------
