@@ -32,6 +32,7 @@ from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.cluster import ClusterMetadata
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.group import HeartbeatRequest
 from aiokafka.protocol.types import (
     Boolean,
     CompactArray,
@@ -131,6 +132,28 @@ async def send_to_node(admin: AIOKafkaAdminClient, node_id: int, request: Reques
     admin calls aiokafka lacks (DeleteGroups). Waits for the connection as the admin's own
     calls do."""
     return await admin._send_request_to_node(node_id, request)  # noqa: SLF001
+
+
+async def check_membership(consumer: AIOKafkaConsumer, group: GroupMetadata) -> None:
+    """Ask the group coordinator whether ``group``'s generation and member id are still
+    current (a Heartbeat), raising ``FencedByGroupError`` if they are not.
+
+    at_least_once has no transactions to fence a zombie, and a commit sends the caches'
+    changelog and output records before the offsets: an instance that was paused past its
+    session timeout would write stale state over its successor's. Checking first closes
+    that window to the round trip. REBALANCE_IN_PROGRESS means the member is still known
+    (commits of the current generation are allowed while a rebalance prepares)."""
+    coordinator = consumer._coordinator  # noqa: SLF001
+    if coordinator is None or coordinator.coordinator_id is None:
+        raise FencedByGroupError(f"no group coordinator known for {group.group_id}")
+    resp = await client_of(consumer).send(
+        coordinator.coordinator_id,
+        HeartbeatRequest(group.group_id, group.generation_id, group.member_id),
+        group=ConnectionGroup.COORDINATION)
+    if resp.error_code in (ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID):
+        raise FencedByGroupError(
+            f"generation {group.generation_id} of member {group.member_id!r} is no longer "
+            f"current (Heartbeat error {resp.error_code})")
 
 
 # -- TxnOffsetCommit v3 (KIP-447) ---------------------------------------------------------------
@@ -371,6 +394,6 @@ def _stable_offsets(resp: Any) -> dict[TopicPartition, int]:
 
 __all__ = [
     "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
-    "client_of", "cluster_metadata", "fetch_position", "fetch_stable_offsets", "group_metadata",
+    "check_membership", "client_of", "cluster_metadata", "fetch_position", "fetch_stable_offsets", "group_metadata",
     "refresh_metadata", "request_rejoin", "send_to_node", "wait_on_metadata",
 ]

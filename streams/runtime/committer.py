@@ -22,7 +22,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from ..kafka_batching import RecordCollector
-from ..kafka_internals import GroupFencedOffsets, GroupMetadata, group_metadata
+from ..kafka_internals import GroupFencedOffsets, GroupMetadata, check_membership, group_metadata
 from .task_manager import TaskManager
 
 log = logging.getLogger(__name__)
@@ -71,6 +71,10 @@ class Committer:
 
     async def commit(self, force: bool = False, background: bool = False) -> None:
         await self.await_pending()
+        if not self.eos and self.group is not None and self.tasks.tasks:
+            # Before anything is flushed: a zombie must not write stale state (see
+            # check_membership); under EOS fencing happens in the transaction instead.
+            await check_membership(self.consumer, self.group)
         offsets: dict[TopicPartition, int] = {}
         committed = self.tasks.committed
         for _task_id, task in self.tasks.running():

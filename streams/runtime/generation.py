@@ -10,6 +10,7 @@ collector that nothing flushes any more.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -45,6 +46,11 @@ class ClientGeneration:
         for client in (self.consumer, self.producer):
             try:
                 await client.stop()
+            except asyncio.CancelledError as exc:
+                if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                    raise  # the app is being stopped
+                log.debug("stopping %s was cancelled inside aiokafka: %r",
+                          type(client).__name__, exc)
             except Exception as exc:
                 log.debug("stopping %s failed: %r", type(client).__name__, exc)
         leftover = self.tasks.close_all(clean=False)

@@ -450,7 +450,12 @@ class StreamThread:
             if gen.tasks.tasks:
                 try:
                     await gen.committer.commit(force=True)
-                except Exception as exc:  # aiokafka swallows listener errors: hand it over
+                except (Exception, asyncio.CancelledError) as exc:
+                    # aiokafka swallows listener errors: hand it over to the loop (and a
+                    # cancellation of one of aiokafka's own operations is a failure too).
+                    if isinstance(exc, asyncio.CancelledError) and \
+                            asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                        raise
                     log.warning("commit before the rebalance failed: %r", exc)
                     self.failure = exc
                     return

@@ -14,6 +14,7 @@ from streams.kafka_internals import (
     GroupFencedOffsets,
     GroupMetadata,
     UnstableOffsetCommitError,
+    check_membership,
     client_of,
     fetch_position,
     fetch_stable_offsets,
@@ -96,6 +97,26 @@ def test_txn_offsets_of_a_stale_generation_are_fenced_and_current_ones_commit(br
             assert await fetch_stable_offsets(consumer, GROUP, [tp], timeout_s=5) == {tp: 7}
         finally:
             await producer.stop()
+            await consumer.stop()
+
+    asyncio.run(run())
+
+
+def test_membership_check_passes_for_the_current_generation_only(broker) -> None:
+    create_topics(broker.bootstrap, {TOPIC: 1})
+
+    async def run() -> None:
+        consumer = await _joined_consumer(broker.bootstrap)
+        try:
+            current = group_metadata(consumer, GROUP)
+            await check_membership(consumer, current)
+            with pytest.raises(FencedByGroupError):
+                await check_membership(consumer, GroupMetadata(
+                    GROUP, current.generation_id + 1, current.member_id))
+            with pytest.raises(FencedByGroupError):
+                await check_membership(consumer, GroupMetadata(
+                    GROUP, current.generation_id, "gone-member"))
+        finally:
             await consumer.stop()
 
     asyncio.run(run())
