@@ -17,9 +17,7 @@ changelog value (format version 1, big-endian)::
 
 ``old`` is the value before buffering began (what the emitted ``Change`` carries as old).
 Every changelog record is stamped with the buffer's *stream time* (the largest record timestamp
-it has seen), so a restored buffer takes up the stream time of its last commit again: the max
-over the restored records, tombstones included (Kafka's suppress processor re-derives its
-observed stream time from what it is given after a restore).
+it has seen), for inspection; a restored buffer does not take it up again (see ``restore``).
 """
 
 from __future__ import annotations
@@ -145,8 +143,11 @@ class TimeOrderedKeyValueBuffer:
         self._dirty.clear()
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
-        """Apply one changelog record (not logged again)."""
-        self.observe(timestamp)
+        """Apply one changelog record (not logged again). Stream time is not restored: as
+        in Kafka's KTableSuppressProcessor it starts over with the first record processed.
+        Under at_least_once the changelog may run ahead of the committed input; a stream
+        time taken from it would close windows while their records are being reprocessed,
+        emitting partial results as final ones."""
         previous = self.entries.pop(key, None)
         if previous is not None:
             self.bytes -= previous.size
