@@ -146,7 +146,8 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
     Inner join: a null FK does not join (a row whose FK becomes null has its result deleted,
     and one whose FK stops being null joins again, as fixed in Kafka 4.1 by KAFKA-16407/16434);
     an FK change unsubscribes the old FK silently and subscribes the new one with
-    PROPAGATE_NULL (so a stale result is cleared); a delete unsubscribes with
+    PROPAGATE_NULL (so a stale result is cleared), an update keeping its FK subscribes with
+    PROPAGATE_ONLY (no idempotent tombstone, as Kafka); a delete unsubscribes with
     DELETE_AND_PROPAGATE. Left join: a null FK still subscribes (with
     a null key) so the joiner sees ``(value, None)``. Where Kafka's left join sends both an
     unsubscribe-and-propagate to the old FK and a propagate to the new one (two identical
@@ -211,7 +212,10 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
             return
         if new_fk != old_fk:
             send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
-        send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            send(new_fk, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            return
+        # same FK: if it does not join now, it did not join before either (no stale result)
+        send(new_fk, Instruction.PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE)
 
 
 # -- right side: the subscription store ---------------------------------------------------------

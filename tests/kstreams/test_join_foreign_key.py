@@ -286,3 +286,24 @@ def test_internal_topic_partitions_follow_the_table_they_are_copartitioned_with(
     assert layout.partitions["app-fk-subscription-registration-topic"] == 2
     assert layout.partitions["app-fk-subscription-response-topic"] == 3
     assert layout.partitions["app-fk-subscription-store-changelog"] == 2
+
+
+def test_inner_update_keeping_an_unjoined_foreign_key_emits_nothing() -> None:
+    """Kafka sends PROPAGATE_ONLY_IF_FK_VAL_AVAILABLE when the FK is unchanged: the row did not
+    join before either, so no idempotent tombstone (tests/reference/test_dsl_diff)."""
+    builder = StreamsBuilder()
+    left = builder.table("left", key_serde=S, value_serde=S)
+    right = builder.table("right", key_serde=S, value_serde=S)
+    left.join(right, joiner, foreign_key_extractor=lambda v: v[:1]).to_stream().to(
+        "out", key_serde=S, value_serde=S)
+    with TopologyTestDriver(builder.build()) as driver:
+        lin = driver.create_input_topic("left", S, S)
+        rin = driver.create_input_topic("right", S, S)
+        out = driver.create_output_topic("out", S, S)
+        lin.pipe_input("k", "c1", 1)
+        lin.pipe_input("k", "c2", 2)  # same FK "c", still no right row: nothing
+        rin.pipe_input("c", "C", 3)
+        lin.pipe_input("k", "c3", 4)  # same FK, joins
+        lin.pipe_input("k", "d1", 5)  # FK change to an absent row: the result is deleted
+        assert out.read_records_to_list() == [
+            TestRecord("k", "c2,C", 3), TestRecord("k", "c3,C", 4), TestRecord("k", None, 5)]
