@@ -49,7 +49,9 @@ class App:
     def owns_join_tasks(self) -> bool:
         if self.proc.poll() is not None:
             raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
-        return "STATE RUNNING" in self.output() and any((self.state_dir / APP_ID).glob("1_*"))
+        # Only stateful tasks get a directory, and the join's sub-topology (it holds the users
+        # table) is the only stateful one; its number follows the topology's node order.
+        return "STATE RUNNING" in self.output() and any((self.state_dir / APP_ID).glob("*_*"))
 
     def stop(self) -> None:
         if self.proc.poll() is None:
