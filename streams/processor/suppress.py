@@ -48,6 +48,12 @@ class SuppressProcessor(Processor[Any, Any]):
             change = Change(change, None)
         key = record.key
         time = key.window.end if self.final_results else record.timestamp
+        if not self.final_results:
+            # Kafka's buffer is non-resetting: an update of a buffered key keeps its place
+            # (and so its buffer time); only the value and record context are replaced.
+            previous = buffer.entries.get(buffer.key_serde.serialize(buffer.name, key))
+            if previous is not None:
+                time = previous.time
         buffer.put(time, key, change.new, change.old, record.timestamp, record.headers)
         self._evict_expired()
         self._enforce_limits()

@@ -115,6 +115,16 @@ def test_until_time_limit_emits_latest_value_per_key() -> None:
         assert out.read_records_to_list() == [TestRecord("c", 2, 19)]
 
 
+def test_time_limit_update_keeps_its_buffer_time() -> None:
+    with TopologyTestDriver(counts_with_time_limit(10)) as driver:
+        inp = driver.create_input_topic("in", S, S)
+        out = driver.create_output_topic("out", S, Serdes.long())
+        inp.pipe_input("a", "v", timestamp=1)
+        inp.pipe_input("a", "v", timestamp=8)   # replaces a's value, keeps buffer time 1
+        inp.pipe_input("b", "v", timestamp=11)  # 1 <= 11 - 10: a goes, with its latest count
+        assert out.read_records_to_list() == [TestRecord("a", 2, 8)]
+
+
 def test_time_limit_buffer_full_emits_early_or_shuts_down() -> None:
     eager = BufferConfig.max_records(2).emit_early_when_full()
     with TopologyTestDriver(counts_with_time_limit(1000, eager)) as driver:
@@ -122,8 +132,9 @@ def test_time_limit_buffer_full_emits_early_or_shuts_down() -> None:
         out = driver.create_output_topic("out", S, Serdes.long())
         for key, ts in [("a", 1), ("b", 2), ("a", 3), ("c", 4)]:
             inp.pipe_input(key, "v", timestamp=ts)
-        # a's update at 3 moved it behind b; the third key evicts the oldest (b)
-        assert out.read_key_values_to_list() == [("b", 1)]
+        # Kafka's buffer is non-resetting: a's update at 3 keeps a's place (time 1), so the
+        # third key evicts a with its latest count (tests/reference/test_dsl_diff)
+        assert out.read_key_values_to_list() == [("a", 2)]
     strict = BufferConfig.max_records(2).shut_down_when_full()
     with TopologyTestDriver(counts_with_time_limit(1000, strict)) as driver:
         inp = driver.create_input_topic("in", S, S)
