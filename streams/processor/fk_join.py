@@ -190,9 +190,11 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
         new_fk = None if new is None else self._fk_bytes(new)
         old_fk = None if old is None else self._fk_bytes(old)
         if self.left_join:
-            if new is None:  # delete: one tombstone, through the old FK if it had one
-                send(old_fk, Instruction.DELETE_KEY_AND_PROPAGATE if old_fk is not None
-                     else Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
+            if new is None:  # delete: unsubscribe silently; the null-FK subscription answers
+                # with the tombstone, stamped with the delete's own time (as Kafka's "hack")
+                if old_fk is not None:
+                    send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)
+                send(None, Instruction.PROPAGATE_NULL_IF_NO_FK_VAL_AVAILABLE)
                 return
             if old_fk is not None and old_fk != new_fk:
                 send(old_fk, Instruction.DELETE_KEY_NO_PROPAGATE)

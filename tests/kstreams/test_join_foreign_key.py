@@ -307,3 +307,23 @@ def test_inner_update_keeping_an_unjoined_foreign_key_emits_nothing() -> None:
         lin.pipe_input("k", "d1", 5)  # FK change to an absent row: the result is deleted
         assert out.read_records_to_list() == [
             TestRecord("k", "c2,C", 3), TestRecord("k", "c3,C", 4), TestRecord("k", None, 5)]
+
+
+def test_left_join_delete_is_stamped_with_the_delete_time() -> None:
+    """Kafka answers a left-join delete through a null-FK subscription, so the tombstone
+    carries the delete's timestamp, not max(it, the right row's) (tests/reference)."""
+    builder = StreamsBuilder()
+    left = builder.table("left", key_serde=S, value_serde=S)
+    right = builder.table("right", key_serde=S, value_serde=S)
+    left.left_join(right, joiner, foreign_key_extractor=lambda v: v[:1]).to_stream().to(
+        "out", key_serde=S, value_serde=S)
+    with TopologyTestDriver(builder.build()) as driver:
+        lin = driver.create_input_topic("left", S, S)
+        rin = driver.create_input_topic("right", S, S)
+        out = driver.create_output_topic("out", S, S)
+        lin.pipe_input("k", "c1", 10)
+        rin.pipe_input("c", "C", 39)
+        lin.pipe_input("k", None, 38)
+        assert out.read_records_to_list() == [
+            TestRecord("k", "c1,null", 10), TestRecord("k", "c1,C", 39),
+            TestRecord("k", None, 38)]
