@@ -25,7 +25,13 @@ One run measures, in this order:
      (linger.ms=5, batch.size 1 MB, one partition, no compression, produce_batch() of 10k):
      records/s and MB/s of payload, from the first send until flush() returns;
    * fetch: read everything produced (the acks=1 topic) back from offset 0 with an assigned
-     Consumer: records/s and MB/s of payload.
+     Consumer: records/s and MB/s of payload;
+   * multi-client (``--clients``, default 1,4,8; broker_multi.py): for each N, N producer
+     processes at once, each on its own partition of an N-partition topic, with the Java
+     client's small batches (batch.size 16384, linger.ms 0, acks=all), then N consumer
+     processes reading those partitions back. Records/s over all clients; the client CPU is the
+     sum over the processes. On a machine with fewer cores than N + 1 the clients compete with
+     the broker for CPU, so these rows say more about a big machine's shape than its speed.
 
 It prints one table: each figure for ours and tansu, ours/tansu, ours as a fraction of the
 fsync-write bandwidth and of the loopback copy rate, the CPU each broker used (100 % = one core),
