@@ -1,0 +1,249 @@
+"""Hand-written DSL cases: every operator family, windows with grace and late records, suppress,
+every join kind on the input sequence of Kafka's join integration tests, cogroup, FK joins and
+out-of-order timestamps. Each is a JSON-able dict (see dsl_translate.py for the vocabulary).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Case = dict[str, Any]
+
+
+def rec(topic: str, key: str | None, value: Any, ts: int) -> dict[str, Any]:
+    return {"topic": topic, "key": key, "value": value, "ts": ts}
+
+
+def op(id_: str, name: str, src: str | None = None, **params: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": id_, "op": name}
+    if src is not None:
+        out["from"] = src
+    out.update(params)
+    return out
+
+
+def sink(src: str, topic: str = "out") -> list[dict[str, Any]]:
+    """to_stream (for tables) is the caller's; this is the ``to``."""
+    return [op(f"to-{topic}", "to", src, topic=topic)]
+
+
+# Kafka's AbstractJoinIntegrationTest input: (left?, value, timestamp), every key 0, one null
+# key late in the second list. Facts reproduced from the test, not its code.
+_JOIN_INPUT = [("L", None, 1), ("R", None, 2), ("L", "A", 3), ("R", "a", 4), ("L", "B", 5),
+               ("R", "b", 6), ("L", None, 7), ("R", None, 8), ("L", "C", 9), ("R", "c", 10),
+               ("R", None, 11), ("L", None, 12), ("R", None, 13), ("R", "d", 7), ("L", "D", 6),
+               ("L", None, 2), ("R", None, 3), ("R", "e", 14), ("L", "E", 15), ("L", None, 10),
+               ("R", None, 9), ("L", "F", 4), ("R", "f", 3)]
+_JOIN_INPUT_IN_ORDER = [("L", None, 1), ("R", None, 2), ("L", "A", 3), ("R", "a", 4),
+                        ("L", "B", 5), ("R", "b", 6), ("L", None, 7), ("R", None, 8),
+                        ("L", "C", 9), ("R", "c", 10), ("R", None, 11), ("L", None, 12),
+                        ("R", None, 13), ("R", "d", 14), ("L", "D", 15)]
+_JOIN_INPUT_NULL_KEYS = [("L", "E", 16, None), ("R", "e", 17, None)]
+
+
+def join_input(ordered: bool) -> list[dict[str, Any]]:
+    rows = _JOIN_INPUT_IN_ORDER if ordered else _JOIN_INPUT
+    out = [rec("left" if side == "L" else "right", "0", value, ts) for side, value, ts in rows]
+    if ordered:
+        out += [rec("left" if side == "L" else "right", key, value, ts)
+                for side, value, ts, key in _JOIN_INPUT_NULL_KEYS]
+    return out
+
+
+WORDS = ["apple", "banana", "cherry", "avocado", "blueberry", "apricot", "cranberry"]
+
+
+def word_input(topic: str = "in", times: list[int] | None = None) -> list[dict[str, Any]]:
+    """Keys a..c, values from WORDS, timestamps out of order unless given."""
+    times = times or [5, 1, 12, 7, 30, 3, 25, 41, 18, 60, 2, 44]
+    return [rec(topic, "abc"[i % 3], WORDS[i % len(WORDS)], ts) for i, ts in enumerate(times)]
+
+
+def table_input(topic: str = "tin") -> list[dict[str, Any]]:
+    """Inserts, updates, tombstones and an out-of-order update."""
+    rows = [("k1", "apple", 1), ("k2", "avocado", 2), ("k3", "banana", 3), ("k1", "blue", 4),
+            ("k2", None, 5), ("k4", "cherry", 6), ("k3", "apricot", 2), ("k1", None, 8),
+            ("k2", "berry", 9), ("k5", "ant", 10), ("k4", "avocado", 11)]
+    return [rec(topic, k, v, ts) for k, v, ts in rows]
+
+
+def stateless() -> list[Case]:
+    ops = [op("s", "stream", topic="in"), op("f", "filter", "s", fn="value-has-a"),
+           op("m", "map_values", "f", fn="upper"), op("k", "select_key", "m", fn="first-char"),
+           op("fl", "flat_map_values", "k", fn="dup"),
+           op("n", "filter_not", "s", fn="key-lt-c"), op("l", "map_values", "n", fn="len"),
+           op("d", "map_values", "l", fn="double"), op("ax", "map_values", "d", fn="append-x"),
+           op("mg", "merge", "fl", other="ax"), *sink("mg"),
+           op("sp", "flat_map_values", "s", fn="split-chars"), *sink("sp", "chars")]
+    nulls = word_input() + [rec("in", None, "anchor", 8), rec("in", "b", None, 9),
+                            rec("in", "c", "", 10)]
+    return [{"name": "stateless-chain", "ops": ops, "input": nulls}]
+
+
+def aggregations() -> list[Case]:
+    cases = []
+    ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+           op("c", "count", "g", store="counts"), op("cs", "to_stream", "c"), *sink("cs"),
+           op("r", "reduce", "g", fn="concat", store="reduced"), op("rs", "to_stream", "r"),
+           *sink("rs", "reduced"),
+           op("a", "aggregate", "g", fn="sum-len", store="lens"), op("as", "to_stream", "a"),
+           *sink("as", "lens")]
+    cases.append({"name": "group-by-key-count-reduce-aggregate", "ops": ops,
+                  "input": word_input() + [rec("in", None, "dropped", 3),
+                                           rec("in", "a", None, 4)]})
+    ops = [op("s", "stream", topic="in"), op("g", "group_by", "s", fn="first-char"),
+           op("c", "count", "g", store="by-letter"), op("cs", "to_stream", "c"), *sink("cs"),
+           op("l", "map_values", "s", fn="len"), op("g2", "group_by", "l", fn="key-upper"),
+           op("r", "reduce", "g2", fn="sum", store="len-sum"), op("rs", "to_stream", "r"),
+           *sink("rs", "sums")]
+    cases.append({"name": "group-by-repartition", "ops": ops, "input": word_input()})
+    ops = [op("t", "table", topic="tin", store="source"),
+           op("g", "group_by", "t", fn="by-first-char"),
+           op("c", "count", "g", store="tcount"), op("cs", "to_stream", "c"), *sink("cs"),
+           op("r", "reduce", "g", fn="concat", store="treduce"), op("rs", "to_stream", "r"),
+           *sink("rs", "reduced"),
+           op("g2", "group_by", "t", fn="swap"),
+           op("a", "aggregate", "g2", fn="sum-len", store="tagg"), op("as", "to_stream", "a"),
+           *sink("as", "aggregated")]
+    cases.append({"name": "table-group-by", "ops": ops, "input": table_input()})
+    ops = [op("t", "table", topic="tin"), op("f", "filter", "t", fn="value-has-a", store="flt"),
+           op("m", "map_values", "f", fn="upper"), op("ms", "to_stream", "m"), *sink("ms"),
+           op("n", "filter_not", "t", fn="value-len-odd"), op("l", "map_values", "n", fn="len",
+                                                                store="lens"),
+           op("ls", "to_stream", "l"), *sink("ls", "lens"),
+           op("s", "stream", topic="in"), op("tt", "to_table", "s", store="latest"),
+           op("tf", "filter", "tt", fn="key-lt-c"), op("tfs", "to_stream", "tf"),
+           *sink("tfs", "from-stream")]
+    cases.append({"name": "ktable-ops", "ops": ops,
+                  "input": table_input() + word_input() + [rec("in", "a", None, 50)]})
+    return cases
+
+
+def _windowed(name: str, windows: dict[str, Any], agg: str, fn: str | None = None,
+              suppress: bool = False, times: list[int] | None = None) -> Case:
+    params = {"fn": fn} if fn else {}
+    ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+           op("w", "windowed_by", "g", windows=windows),
+           op("a", agg, "w", store="win", **params)]
+    last = "a"
+    if suppress:
+        ops.append(op("sup", "suppress", "a"))
+        last = "sup"
+    ops += [op("ts", "to_stream", last), *sink("ts")]
+    return {"name": name, "ops": ops, "input": word_input(times=times)}
+
+
+LATE = [5, 1, 12, 7, 30, 3, 25, 41, 18, 60, 2, 44, 59, 100, 58, 61, 130, 99]
+
+
+def windows() -> list[Case]:
+    tumbling = {"type": "tumbling", "size": 10, "grace": 5}
+    hopping = {"type": "hopping", "size": 20, "advance": 5, "grace": 10}
+    sliding = {"type": "sliding", "diff": 10, "grace": 5}
+    session = {"type": "session", "gap": 8, "grace": 4}
+    cases = [
+        _windowed("tumbling-count", tumbling, "count", times=LATE),
+        _windowed("tumbling-no-grace-reduce", {"type": "tumbling", "size": 10}, "reduce",
+                  "concat", times=LATE),
+        _windowed("hopping-aggregate", hopping, "aggregate", "concat", times=LATE),
+        _windowed("sliding-count", sliding, "count", times=LATE),
+        _windowed("sliding-aggregate", sliding, "aggregate", "sum-len", times=LATE),
+        _windowed("session-count", session, "count", times=LATE),
+        _windowed("session-aggregate", session, "aggregate", "concat", times=LATE),
+        _windowed("session-reduce", {"type": "session", "gap": 20}, "reduce", "concat",
+                  times=LATE),
+        _windowed("tumbling-suppress", tumbling, "count", suppress=True, times=LATE),
+        _windowed("hopping-suppress", hopping, "aggregate", "sum-len", suppress=True,
+                  times=LATE),
+        _windowed("sliding-suppress", sliding, "count", suppress=True, times=LATE),
+        _windowed("session-suppress", session, "aggregate", "concat", suppress=True,
+                  times=LATE),
+    ]
+    ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+           op("c", "count", "g", store="counts"),
+           op("sup", "suppress", "c", time_limit=15), op("ts", "to_stream", "sup"), *sink("ts")]
+    inputs = word_input(times=LATE)
+    inputs.insert(6, {"wall": 1000})
+    cases.append({"name": "suppress-time-limit", "ops": ops, "input": inputs})
+    return cases
+
+
+def _two_sided(kind: str, left: str, right: str, name: str, ordered: bool,
+               **params: Any) -> Case:
+    ops = [op("l", left, topic="left"), op("r", right, topic="right"),
+           op("j", kind, "l", other="r", fn="concat", **params)]
+    if left == "table":
+        ops.append(op("js", "to_stream", "j"))
+        ops += sink("js")
+    else:
+        ops += sink("j")
+    return {"name": name, "ops": ops, "input": join_input(ordered)}
+
+
+def joins() -> list[Case]:
+    cases = []
+    for kind in ("join", "left_join", "outer_join"):
+        for ordered in (True, False):
+            suffix = "in-order" if ordered else "out-of-order"
+            cases.append(_two_sided(kind, "stream", "stream", f"stream-stream-{kind}-{suffix}",
+                                    ordered, windows={"diff": 10000, "grace": 86400000}))
+            cases.append(_two_sided(kind, "stream", "stream",
+                                    f"stream-stream-{kind}-small-window-{suffix}", ordered,
+                                    windows={"diff": 2, "grace": 3}))
+            cases.append(_two_sided(kind, "table", "table", f"table-table-{kind}-{suffix}",
+                                    ordered, store="joined"))
+        if kind != "outer_join":
+            for ordered in (True, False):
+                suffix = "in-order" if ordered else "out-of-order"
+                cases.append(_two_sided(kind, "stream", "table",
+                                        f"stream-table-{kind}-{suffix}", ordered))
+    cases.append(_two_sided("left_join", "stream", "stream", "stream-stream-asymmetric", True,
+                            windows={"diff": 0, "before": 3, "after": 1, "grace": 2}))
+    # foreign-key joins: left values name the right key by their first character
+    fk_input = [rec("right", "a", "Apple", 1), rec("right", "b", "Berry", 2),
+                rec("left", "x1", "apple", 3), rec("left", "x2", "bean", 4),
+                rec("left", "x3", "cake", 5), rec("right", "c", "Cocoa", 6),
+                rec("right", "a", "Avocado", 7), rec("left", "x1", "bread", 8),
+                rec("right", "b", None, 9), rec("left", "x2", None, 10),
+                rec("left", "x4", "alpha", 4), rec("right", "a", None, 11)]
+    for kind in ("join", "left_join"):
+        ops = [op("l", "table", topic="left"), op("r", "table", topic="right"),
+               op("j", kind, "l", other="r", fn="concat", fk="first-char", store="fk"),
+               op("js", "to_stream", "j"), *sink("js")]
+        cases.append({"name": f"fk-{kind}", "ops": ops, "input": fk_input})
+    g_input = [rec("global", "a", "Apple", 1), rec("left", "k1", "apple", 2),
+               rec("left", "k2", "berry", 3), rec("global", "b", "Berry", 4),
+               rec("left", "k3", "bean", 2), rec("global", "a", None, 5),
+               rec("left", "k4", "apricot", 6), rec("left", "k5", None, 7)]
+    for kind in ("join", "left_join"):
+        ops = [op("l", "stream", topic="left"),
+               op("g", "global_table", topic="global", store="global-store"),
+               op("j", kind, "l", other="g", fn="concat", key_selector="first-char"),
+               *sink("j")]
+        cases.append({"name": f"global-{kind}", "ops": ops, "input": g_input})
+    return cases
+
+
+def cogroups() -> list[Case]:
+    inputs = word_input("in1") + word_input("in2", [4, 9, 2, 33, 15, 8, 70, 1, 64, 28, 3, 90])
+    cases = []
+    for name, extra in (("cogroup", {}),
+                        ("cogroup-tumbling", {"windows": {"type": "tumbling", "size": 10,
+                                                          "grace": 5}}),
+                        ("cogroup-sliding", {"windows": {"type": "sliding", "diff": 10,
+                                                         "grace": 5}}),
+                        ("cogroup-session", {"windows": {"type": "session", "gap": 6,
+                                                         "grace": 2}})):
+        ops = [op("s1", "stream", topic="in1"), op("s2", "stream", topic="in2"),
+               op("g1", "group_by_key", "s1"), op("k2", "select_key", "s2", fn="first-char"),
+               op("g2", "group_by_key", "k2"),
+               op("c", "cogroup", inputs=[{"from": "g1", "fn": "sum-len"},
+                                          {"from": "g2", "fn": "count"}],
+                  store="cogrouped", **extra),
+               op("cs", "to_stream", "c"), *sink("cs")]
+        cases.append({"name": name, "ops": ops, "input": inputs})
+    return cases
+
+
+def all_cases() -> list[Case]:
+    return stateless() + aggregations() + windows() + joins() + cogroups()

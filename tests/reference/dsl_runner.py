@@ -1,0 +1,70 @@
+"""Kafka Streams' TopologyTestDriver as an oracle: TopologyRunner.java in one JVM per session.
+
+The runner is compiled with javac against the prepared jars into ``.reference/dsl-runner/``
+(git-ignored), again only when its source changed; cases go to its stdin one JSON line each
+and answers come back one line each, so a test session pays for one JVM start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from . import kafka
+
+SOURCE = kafka.HERE / "java" / "TopologyRunner.java"
+BUILD = kafka.CACHE / "dsl-runner"
+MARKER = BUILD / ".source-sha256"
+
+
+def compile_runner() -> Path:
+    """Compile TopologyRunner.java unless the classes match the current source."""
+    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
+    if MARKER.exists() and MARKER.read_text() == digest:
+        return BUILD
+    javac = shutil.which("javac")
+    if javac is None:
+        raise kafka.PrepareError("javac is not on PATH")
+    shutil.rmtree(BUILD, ignore_errors=True)
+    BUILD.mkdir(parents=True)
+    done = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(BUILD), "-cp",
+                           f"{kafka.LIBS}/*", str(SOURCE)], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise kafka.PrepareError(f"javac failed: {done.stderr.strip()[:2000]}")
+    MARKER.write_text(digest)
+    return BUILD
+
+
+class KafkaStreamsRunner:
+    """One JVM answering cases in order; ``run`` sends one and waits for its answer."""
+
+    def __init__(self, log: Path) -> None:
+        classes = compile_runner()
+        self._log = open(log, "w")  # noqa: SIM115 - open while the JVM runs; Kafka's logging, for a failing run's post-mortem
+        self.proc = subprocess.Popen(
+            ["java", *kafka.JAVA_OPTS, "-cp", f"{classes}:{kafka.LIBS}/*", "TopologyRunner"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
+
+    def run(self, annotated: dict[str, Any]) -> dict[str, Any]:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps(annotated) + "\n")
+        self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"TopologyRunner exited ({self.proc.poll()}); see {self._log.name}")
+        answer: dict[str, Any] = json.loads(line)
+        return answer
+
+    def close(self) -> None:
+        if self.proc.stdin:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self._log.close()
