@@ -120,11 +120,14 @@ def aggregations() -> list[Case]:
 
 
 def _windowed(name: str, windows: dict[str, Any], agg: str, fn: str | None = None,
-              suppress: bool = False, times: list[int] | None = None) -> Case:
+              suppress: bool = False, times: list[int] | None = None,
+              on_close: bool = False) -> Case:
     params = {"fn": fn} if fn else {}
     ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
-           op("w", "windowed_by", "g", windows=windows),
-           op("a", agg, "w", store="win", **params)]
+           op("w", "windowed_by", "g", windows=windows)]
+    if on_close:
+        ops.append(op("e", "emit_on_close", "w"))
+    ops.append(op("a", agg, ops[-1]["id"], store="win", **params))
     last = "a"
     if suppress:
         ops.append(op("sup", "suppress", "a"))
@@ -158,6 +161,12 @@ def windows() -> list[Case]:
         _windowed("sliding-suppress", sliding, "count", suppress=True, times=LATE),
         _windowed("session-suppress", session, "aggregate", "concat", suppress=True,
                   times=LATE),
+        _windowed("tumbling-emit-on-close", tumbling, "count", times=LATE, on_close=True),
+        _windowed("hopping-emit-on-close", hopping, "aggregate", "concat", times=LATE,
+                  on_close=True),
+        _windowed("sliding-emit-on-close", sliding, "reduce", "concat", times=LATE,
+                  on_close=True),
+        _windowed("session-emit-on-close", session, "count", times=LATE, on_close=True),
     ]
     ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
            op("c", "count", "g", store="counts"),

@@ -18,6 +18,7 @@ import copy
 from typing import Any
 
 from streams import (
+    EmitStrategy,
     JoinWindows,
     Materialized,
     Serdes,
@@ -78,7 +79,7 @@ def _infer(op: dict[str, Any], info: dict[str, dict[str, Any]]
     if name in ("stream", "table", "global_table"):
         return {"stream": "stream", "table": "table", "global_table": "global"}[name], \
             op.get("vt", "s"), False, "kv"
-    if name in ("filter", "filter_not", "suppress"):
+    if name in ("filter", "filter_not", "suppress", "emit_on_close"):
         return kind, vt, windowed, "kv"
     if name == "map_values":
         _, needs, out = cat.VALUE_MAPPERS[fn]
@@ -227,6 +228,8 @@ class _Builder:
                                 value_serde=serde(in_vt))
         if name == "windowed_by":
             return src.windowed_by(windows_of(op["windows"]))
+        if name == "emit_on_close":
+            return src.emit_strategy(EmitStrategy.on_window_close())
         if name in ("count", "reduce", "aggregate"):
             return self._aggregation(name, src, fn, op, vt)
         if name == "cogroup":

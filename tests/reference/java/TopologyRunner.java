@@ -240,6 +240,9 @@ public final class TopologyRunner {
                 if (w instanceof SlidingWindows) return ((KGroupedStream) from).windowedBy((SlidingWindows) w);
                 return ((KGroupedStream) from).windowedBy((SessionWindows) w);
             }
+            case "emit_on_close":
+                if (from instanceof TimeWindowedKStream) return ((TimeWindowedKStream) from).emitStrategy(EmitStrategy.onWindowClose());
+                return ((SessionWindowedKStream) from).emitStrategy(EmitStrategy.onWindowClose());
             case "count":
                 if (from instanceof KGroupedStream) return ((KGroupedStream) from).count(mat(op, vt));
                 if (from instanceof KGroupedTable) return ((KGroupedTable) from).count(mat(op, vt));
