@@ -478,13 +478,12 @@ class StreamThread:
                 tasks.close(task_id, clean=True)
             for task_id in sorted(wanted - set(tasks.tasks)):
                 tasks.create(task_id)
-            if self.eos:
-                try:
-                    await self._seek_to_stable_offsets(gen, assigned)
-                except Exception as exc:
-                    log.warning("fetching the committed offsets failed: %r", exc)
-                    self.failure = exc
-                    return
+            try:
+                await self._seek_to_start_positions(gen, assigned)
+            except Exception as exc:
+                log.warning("fetching the committed offsets failed: %r", exc)
+                self.failure = exc
+                return
             log.info("assigned tasks %s (restoring %s)", ", ".join(map(str, sorted(wanted))),
                      ", ".join(map(str, sorted(tasks.restoring))) or "none")
             if not tasks.restoring:
@@ -492,18 +491,27 @@ class StreamThread:
         self.assignment_version += 1
         gen.rebalancing = False
 
-    async def _seek_to_stable_offsets(self, gen: ClientGeneration,
-                                      assigned: list[TopicPartition]) -> None:
-        """Start from offsets no open transaction is about to replace (KIP-447): a zombie's
-        transaction that already holds offsets for these partitions is waited for, so its
-        commit (or abort) decides where this instance starts, never both."""
+    async def _seek_to_start_positions(self, gen: ClientGeneration,
+                                       assigned: list[TopicPartition]) -> None:
+        """Put every assigned partition where its task starts, in the same step as the
+        assignment version moves on: records the fetcher handed over meanwhile are dropped
+        by the loop, and would be lost if nothing set the positions back.
+
+        The committed offsets are fetched with ``require_stable`` (KIP-447; the Java consumer
+        always asks so): a zombie's open transaction that already holds offsets for these
+        partitions is waited for, so its commit (or abort) decides where this instance
+        starts, never both. A partition without a committed offset starts at its beginning
+        (``auto.offset.reset=earliest``, as Kafka Streams sets it)."""
+        consumer = gen.consumer
         offsets = await fetch_stable_offsets(
-            gen.consumer, self.app_id, assigned,
+            consumer, self.app_id, assigned,
             timeout_s=2 * self.config.transaction_timeout_ms / 1000 + 30)
+        fresh = [tp for tp in assigned if tp not in offsets]
+        beginnings = await consumer.beginning_offsets(fresh) if fresh else {}
         if gen.closed:
             return
-        for tp, offset in offsets.items():
-            gen.consumer.seek(tp, offset)
+        for tp, offset in (*offsets.items(), *beginnings.items()):
+            consumer.seek(tp, offset)
 
 
 class _Listener(ConsumerRebalanceListener):
