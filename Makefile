@@ -21,7 +21,19 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed kafka-reference
 	$(PY) -m ruff check streams connect tests benchmarks examples
 	$(PY) -m pytest -q -rfE
+	$(PY) -m pytest -q -rfE -m on_kafka --kafka=reference $(KAFKA_SUITES)
 	$(PY) tests/external/kafka_python_suite.py
+
+# Our runtime on Apache Kafka (issue [9] part 4): the runtime suites, the aiokafka adapter's
+# contract tests and the fault harness's CI runs with --kafka=reference, each test on a fresh
+# Apache Kafka (tests/reference/kafka.py; broker_restart/outage restart it on the same data dir).
+# Not part of `make test` (it would double its time). Without java/mvn every test skips, saying so.
+KAFKA_SUITES := tests/runtime/test_zombie_runtime.py tests/runtime/test_crash_runtime.py \
+	tests/runtime/test_commit_discipline_runtime.py tests/runtime/test_join_repartition_runtime.py \
+	tests/runtime/test_suppress_restart.py tests/unit/test_kafka_internals.py tests/faults
+.PHONY: test-on-kafka
+test-on-kafka: $(VENV)/.installed kafka-reference
+	$(PY) -m pytest -q -rfE --kafka=reference $(KAFKA_SUITES)
 
 # The protocol fuzzer (tests/fuzz) with a random seed for FUZZ_SECONDS; it prints the seed and
 # every failing frame (python -m tests.fuzz --seed S --seconds N reproduces a run).

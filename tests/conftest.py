@@ -27,8 +27,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "on_kafka: also run on Apache Kafka in `make test` (tests/reference/"
-        "test_runtime_on_kafka.py runs it there): keep the set within a few minutes")
+        "markers", "on_kafka: also run on Apache Kafka by `make test` (pytest -m on_kafka "
+        "--kafka=reference): keep the marked set within about 3 minutes there")
 
 
 def switched(path: Path) -> bool:

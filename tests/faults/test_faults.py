@@ -33,14 +33,17 @@ CI_RUNS = [
     ("cogroup", "exactly_once_v2", 0, ["broker_restart"], 113),
     ("global", "exactly_once_v2", 0, ["scale_in"], 108),
 ]
+# Also run on Apache Kafka by `make test` (marker on_kafka): a broker restart, a zombie.
+ON_KAFKA = {"count-exactly_once_v2-cache0-broker_restart", "join-exactly_once_v2-cache0-pause"}
 CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize(("scenario", "guarantee", "cache", "faults", "seed"), CI_RUNS,
-                         ids=[f"{s}-{g}-cache{int(c > 0)}-{'+'.join(f)}"
-                              for s, g, c, f, _ in CI_RUNS])
+@pytest.mark.parametrize(("scenario", "guarantee", "cache", "faults", "seed"), [
+    pytest.param(*run, id=name, marks=[pytest.mark.on_kafka] if name in ON_KAFKA else [])
+    for run in CI_RUNS
+    for name in [f"{run[0]}-{run[1]}-cache{int(run[2] > 0)}-{'+'.join(run[3])}"]])
 def test_scenario_survives_fault(tmp_path: Path, scenario: str, guarantee: str, cache: int,
                                  faults: list[str], seed: int, kafka_kind: str) -> None:
     result = run_scenario(scenario, guarantee, Schedule.of(seed, faults, CI_OUTAGE_S),

@@ -13,6 +13,7 @@ import signal
 import time
 from collections import defaultdict
 
+import pytest
 from helpers import RECENT_TS, wait_until
 
 from .kafka_io import create_topics, produce, read_all
@@ -23,6 +24,7 @@ PAUSE_SECONDS = 9.0  # past the apps' 6 s session timeout: the fault itself, not
 CHUNK = 300
 
 
+@pytest.mark.on_kafka
 def test_paused_instances_commit_nothing_stale(broker, tmp_path) -> None:
     rng = random.Random(11)
     create_topics(broker.bootstrap, {"crash-input": 4})

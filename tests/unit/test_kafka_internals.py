@@ -24,6 +24,7 @@ from streams.kafka_internals import (
 
 GROUP = "contract-group"
 TOPIC = "contract-in"
+pytestmark = pytest.mark.on_kafka  # the same contract on Apache Kafka (make test)
 
 
 async def _joined_consumer(bootstrap: str) -> AIOKafkaConsumer:
