@@ -356,21 +356,25 @@ class WindowStore(CachingStore, _TimeIndexed):
 
     def fetch_all(self, time_from: int, time_to: int) -> Iterator[tuple[Windowed[Any], Any]]:
         return ((windowed, value) for windowed, value, _ in
-                self._scan_time(time_from, time_to, False))
+                self._scan_time(time_from, time_to, False, self._cutoff() + 1))
 
     def fetch_all_timestamped(self, time_from: int,
                               time_to: int) -> Iterator[tuple[Windowed[Any], Any, int]]:
-        return self._scan_time(time_from, time_to, False)
+        """Emit-on-close's scan: it still sees the window starting at the cutoff."""
+        return self._scan_time(time_from, time_to, False, self._cutoff())
 
     def all(self) -> Iterator[tuple[Windowed[Any], Any]]:
         return self.fetch_all(0, _MAX_TS)
 
     def backward_all(self) -> Iterator[tuple[Windowed[Any], Any]]:
-        return ((windowed, value) for windowed, value, _ in self._scan_time(0, _MAX_TS, True))
+        return ((windowed, value) for windowed, value, _ in
+                self._scan_time(0, _MAX_TS, True, self._cutoff() + 1))
 
-    def _scan_time(self, time_from: int, time_to: int,
-                   backward: bool) -> Iterator[tuple[Windowed[Any], Any, int]]:
-        low = max(time_from, self._cutoff(), 0)
+    def _scan_time(self, time_from: int, time_to: int, backward: bool,
+                   earliest: int) -> Iterator[tuple[Windowed[Any], Any, int]]:
+        """Windows with start in [max(time_from, earliest), time_to]: the public reads start
+        one past the cutoff, as Kafka's (key-first) reads do; emit-on-close at the cutoff."""
+        low = max(time_from, earliest, 0)
         if time_to < low:
             return
         hi = _LONG.pack(time_to + 1) if time_to < _MAX_TS else None
