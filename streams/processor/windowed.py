@@ -3,7 +3,8 @@
 Semantics follow Kafka Streams' ``KStreamWindowAggregate``, ``KStreamSlidingWindowAggregate``
 and ``KStreamSessionWindowAggregate`` (reference §1.5-§1.7):
 
-* Each processor tracks its own observed stream time (max record timestamp it has seen).
+* Each processor tracks its own observed stream time (max record timestamp it has seen),
+  starting from how far its restored store had got.
 * Late records are dropped with the exact inequalities of §1.6 (time: update a window only if
   ``end > ST - grace``; sliding: ``end >= ST - grace``; session: drop if the merged session's
   ``end < ST - grace - gap``).
@@ -50,6 +51,13 @@ class _WindowedAggregateBase(Processor[Any, Any]):
         self.store = context.get_state_store(self.store_name)
 
     def _observe(self, timestamp: int) -> None:
+        if self.observed < 0:
+            # The first record since the task (re)started: its restored store already saw
+            # windows up to some time, a lower bound of the stream time reached before. Under
+            # at_least_once the input is then reprocessed from older offsets; starting from
+            # -1 would re-open windows the store had already expired and forward partial
+            # aggregates for them (a suppressed window re-emitted with count 1).
+            self.observed = max(self.observed, getattr(self.store, "restored_observed", -1))
         if timestamp > self.observed:
             self.observed = timestamp
 

@@ -110,7 +110,7 @@ class SessionStore(_TimeIndexed):
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         end = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
-        self._advance(end)
+        self._advance_restored(end)
         if end > self._cutoff():
             self._write(key, value)
 

@@ -88,6 +88,9 @@ class _TimeIndexed:
         for index_key, _ in index.range(None, None, reverse=True):
             self.observed = _LONG.unpack_from(index_key)[0]
             break
+        # How far the store had got before this task instance processed anything (from disk
+        # and restoration): a lower bound of the stream time its aggregations had reached.
+        self.restored_observed = self.observed
 
     @property
     def persistent(self) -> bool:
@@ -101,6 +104,10 @@ class _TimeIndexed:
     def _advance(self, time: int) -> None:
         if time > self.observed:
             self.observed = time
+
+    def _advance_restored(self, time: int) -> None:
+        self._advance(time)
+        self.restored_observed = self.observed
 
     def _index_key(self, primary: bytes) -> bytes:
         raise NotImplementedError
@@ -139,7 +146,7 @@ class _TimeIndexed:
     def wipe(self) -> None:
         self.inner.wipe()
         self.index.wipe()
-        self.observed = -1
+        self.observed = self.restored_observed = -1
         self._cleaned_to = None
 
 
@@ -243,7 +250,7 @@ class WindowStore(CachingStore, _TimeIndexed):
         if self.cache is not None:
             self.cache.discard(key)
         start = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
-        self._advance(start)
+        self._advance_restored(start)
         if start <= self._cutoff():
             return
         if value is not None and self.timestamped:
