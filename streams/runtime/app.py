@@ -113,7 +113,9 @@ class KafkaStreams:
             await self._stream_thread.run(self._stop)
         except BaseException as exc:
             self.error = exc
-            if not isinstance(exc, asyncio.CancelledError):
+            if isinstance(exc, asyncio.CancelledError):
+                log.error("stream thread cancelled", exc_info=exc)
+            else:
                 log.error("stream thread failed: %s", exc, exc_info=exc)
             self._set_state(State.PENDING_ERROR)
             self._set_state(State.ERROR)

@@ -129,6 +129,16 @@ class StreamThread:
                     await self._run_generation(stop)
                 except TaskMigrated as exc:
                     log.warning("tasks migrated (%s); rejoining the group", exc)
+                except asyncio.CancelledError:
+                    task = asyncio.current_task()
+                    if stop.is_set() or task is None:
+                        raise
+                    # Nothing of ours cancels this task without setting stop: a cancellation
+                    # that leaked out of a client operation. Start over, loudly.
+                    log.warning("processing was cancelled without a stop; rejoining the group "
+                                "with fresh clients", exc_info=True)
+                    while task.cancelling():
+                        task.uncancel()
         finally:
             self.shutting_down = True
             if self.globals is not None:
