@@ -379,6 +379,9 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
             guarantee, "--partitions", str(data.partitions)]
     if variant.endswith("-nocache"):
         argv += ["--cache-max-bytes", "0"]
+    if framework == "ours":
+        for item in args.ours_config or ():
+            argv += ["--config", item]
     proc = procs.start(argv, log_path, stdin=subprocess.PIPE, env=env, cwd=str(work))
     profiler: subprocess.Popen[bytes] | None = None
     try:
@@ -661,6 +664,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="source tree our apps import streams from (default: this checkout), "
                         "e.g. an older commit exported with git archive, to compare runtimes "
                         "on the same broker")
+    p.add_argument("--ours-config", action="append", metavar="KEY=VALUE",
+                   help="an extra config entry for our apps (repeatable), e.g. poll.ms=10")
     args = p.parse_args(argv)
     args.records = args.records or (20_000 if args.quick else 200_000)
     return args

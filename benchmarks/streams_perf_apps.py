@@ -4,7 +4,7 @@ Usage (started by ``streams_perf.py``, not by hand)::
 
     python streams_perf_apps.py FRAMEWORK WORKLOAD --bootstrap B --app-id ID --out TOPIC \
         --state-dir D [--guarantee at_least_once|exactly_once_v2] [--partitions P] \
-        [--cache-max-bytes N]
+        [--cache-max-bytes N] [--config KEY=VALUE ...]
 
 FRAMEWORK is ``ours``, ``hand`` (aiokafka consume-transform-produce loop), ``quix`` or
 ``faust``; WORKLOAD is ``filter_map``, ``count``, ``window_count`` or ``join``. The child
@@ -87,6 +87,9 @@ def run_ours(args: argparse.Namespace) -> None:
               "processing.guarantee": args.guarantee, "state.dir": args.state_dir}
     if args.cache_max_bytes is not None:  # 0: no record cache, every update is forwarded
         config["statestore.cache.max.bytes"] = args.cache_max_bytes
+    for item in args.config or ():
+        key, _, value = item.partition("=")
+        config[key] = value
     streams = KafkaStreams(builder.build(), config)
     stopped = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
@@ -329,6 +332,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--cache-max-bytes", type=int,
                    help="ours: statestore.cache.max.bytes (0 disables the record cache)")
+    p.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="ours: an extra KafkaStreams config entry (repeatable)")
     args = p.parse_args(argv)
     {"ours": run_ours, "hand": run_hand, "quix": run_quix, "faust": run_faust}[args.framework](
         args)
