@@ -8,6 +8,7 @@ task of the sub-topology owning the store; topics in one co-partition group must
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,8 @@ from typing import Any
 from ..topology.topology import SubTopology, Topology
 
 log = logging.getLogger(__name__)
+
+CREATE_TIMEOUT_S = 30.0
 
 REPARTITION_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1",
                        "segment.bytes": "52428800"}
@@ -172,12 +175,34 @@ async def ensure_internal_topics(admin: Any, topology: Topology, app_id: str,
             if code not in (0, TOPIC_ALREADY_EXISTS):
                 raise RuntimeError(f"cannot create internal topic {name}: error code {code}")
         log.info("created internal topics %s", ", ".join(t.name for t in to_create))
-        existing = await describe_partitions(admin)
-        for topic in layout.internal:
-            if existing.get(topic) != layout.partitions[topic]:
-                raise RuntimeError(f"internal topic {topic} has {existing.get(topic)} "
-                                   f"partitions, expected {layout.partitions[topic]}")
+        await _wait_until_listed(admin, layout)
     return layout
+
+
+async def _wait_until_listed(admin: Any, layout: TopicLayout,
+                             timeout_s: float = CREATE_TIMEOUT_S) -> None:
+    """Wait until the cluster lists every internal topic with its partition count.
+
+    Apache Kafka answers CreateTopics before its metadata lists the new topics (tens of ms
+    later); Kafka Streams' InternalTopicManager re-checks until they are ready, as here. A
+    topic listed with another count is an error at once."""
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    while True:
+        existing = await describe_partitions(admin)
+        missing = []
+        for topic in layout.internal:
+            count = existing.get(topic)
+            if count is None:
+                missing.append(topic)
+            elif count != layout.partitions[topic]:
+                raise RuntimeError(f"internal topic {topic} has {count} partitions, expected "
+                                   f"{layout.partitions[topic]}")
+        if not missing:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError(f"internal topics {', '.join(sorted(missing))} were created but "
+                               f"are still not listed after {timeout_s:.0f} s")
+        await asyncio.sleep(0.05)
 
 
 async def describe_partitions(admin: Any) -> dict[str, int]:
