@@ -55,6 +55,8 @@ UNKNOWN_MEMBER_ID = 25
 FENCED_INSTANCE_ID = 82
 UNSTABLE_OFFSET_COMMIT = 88
 
+COORDINATOR_WAIT_S = 10.0  # check_membership: how long to look for a lost group coordinator
+
 
 class FencedByGroupError(Errors.KafkaError):
     """The group coordinator refused a transactional offset commit from an old generation or a
@@ -144,8 +146,15 @@ async def check_membership(consumer: AIOKafkaConsumer, group: GroupMetadata) -> 
     that window to the round trip. REBALANCE_IN_PROGRESS means the member is still known
     (commits of the current generation are allowed while a rebalance prepares)."""
     coordinator = consumer._coordinator  # noqa: SLF001
-    if coordinator is None or coordinator.coordinator_id is None:
-        raise FencedByGroupError(f"no group coordinator known for {group.group_id}")
+    if coordinator is None:
+        raise FencedByGroupError(f"the consumer of {group.group_id} has no group coordinator")
+    if coordinator.coordinator_id is None:  # e.g. the broker was away: find it again first
+        try:
+            await asyncio.wait_for(coordinator.ensure_coordinator_known(), COORDINATOR_WAIT_S)
+        except TimeoutError:
+            raise Errors.KafkaTimeoutError(
+                f"no group coordinator for {group.group_id} within {COORDINATOR_WAIT_S:.0f} s"
+            ) from None
     resp = await client_of(consumer).send(
         coordinator.coordinator_id,
         HeartbeatRequest(group.group_id, group.generation_id, group.member_id),
