@@ -35,6 +35,7 @@ from aiokafka.errors import (
 from ..kafka_batching import RecordCollector
 from ..kafka_internals import (
     FencedByGroupError,
+    check_membership,
     fetch_position,
     fetch_stable_offsets,
     group_metadata,
@@ -99,6 +100,7 @@ class StreamThread:
         self.processed = 0
         self.next_task = 0  # round-robin start of the time slices
         self.failure: BaseException | None = None  # raised in a rebalance callback
+        self.last_alive = time.monotonic()  # end of the last loop iteration
 
     # read by KafkaStreams (queries, local task ids) and the CLI
     @property
@@ -342,11 +344,23 @@ class StreamThread:
         if committer.pending_done():
             await committer.await_pending()
         if committer.pending is None:  # else: output waits for the next transaction
+            await self._check_after_a_gap(gen)
             await gen.collector.flush()
             if (now - committer.last_commit) * 1000 >= self.config.effective_commit_interval_ms \
                     or any(t.commit_requested for _, t in tasks.running()):
                 await committer.commit(background=self.eos)
         self._apply_backpressure(gen)
+        self.last_alive = time.monotonic()
+
+    async def _check_after_a_gap(self, gen: ClientGeneration) -> None:
+        """at_least_once sends output and changelog records every iteration, with no
+        transaction to fence them. If this loop stood still for half a session timeout (the
+        process was paused, or starved), the group may have given its tasks to another
+        instance meanwhile: ask the coordinator before sending anything stale."""
+        if self.eos or not gen.collector.pending() or gen.committer.group is None:
+            return
+        if time.monotonic() - self.last_alive > self.config.session_timeout_ms / 2000:
+            await check_membership(gen.consumer, gen.committer.group)
 
     def _process_slice(self, gen: ClientGeneration, now: float) -> None:
         """Process buffered records for at most PROCESS_SLICE_S, round-robin over the tasks,
