@@ -38,7 +38,7 @@ class ClientGeneration:
         self.closed = False
         self.rebalancing = False
 
-    async def close(self, leave: bool) -> None:
+    async def close(self) -> None:
         """Stop the clients and close whatever task is left (dirty: nothing of it was
         committed by this generation's producer after this point)."""
         self.closed = True

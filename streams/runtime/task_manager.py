@@ -25,14 +25,13 @@ log = logging.getLogger(__name__)
 
 class TaskManager:
     def __init__(self, topology: Topology, layout: TopicLayout, task_config: TaskConfig,
-                 collector: RecordCollector, updater: StateUpdater, eos: bool,
+                 collector: RecordCollector, updater: StateUpdater,
                  global_stores: dict[str, Any] | None, wall_clock: Any) -> None:
         self.topology = topology
         self.layout = layout
         self.task_config = task_config
         self.collector = collector
         self.updater = updater
-        self.eos = eos
         self.global_stores = global_stores
         self.wall_clock = wall_clock
         self.tasks: dict[TaskId, StreamTask] = {}

@@ -178,8 +178,7 @@ class StreamThread:
             metadata_max_age_ms=self.config.metadata_max_age_ms)
         updater = StateUpdater(self.client_kwargs, self.eos)
         tasks = TaskManager(self.topology, layout, self.task_config, collector, updater,
-                            self.eos, self.globals.stores if self.globals else None,
-                            wall_clock_ms)
+                            self.globals.stores if self.globals else None, wall_clock_ms)
         committer = Committer(self.app_id, self.eos, tasks, consumer, producer, collector,
                               set(layout.repartition_topics),
                               self.config.repartition_purge_interval_ms, self.admin)
@@ -190,7 +189,6 @@ class StreamThread:
     async def _run_generation(self, stop: asyncio.Event) -> None:
         gen = self.gen = self._new_generation()
         self.failure = None
-        clean = False
         try:
             await gen.producer.start()
             # Before start(): the first assignment may complete inside start(), and its
@@ -215,7 +213,6 @@ class StreamThread:
                 await gen.committer.commit(force=True)
                 gen.closed = True  # before close_all: no callback may create tasks now
                 gen.tasks.close_all(clean=True)
-            clean = True
         except MIGRATION_ERRORS as exc:
             await self._abandon(gen, exc)
             raise TaskMigrated(repr(exc)) from exc
@@ -244,7 +241,7 @@ class StreamThread:
             await self._abandon(gen, None)
             raise
         finally:
-            await gen.close(leave=clean)
+            await gen.close()
 
     def _raise_failure(self, gen: ClientGeneration) -> None:
         if self.failure is not None:
