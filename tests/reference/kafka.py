@@ -113,8 +113,11 @@ def _cluster_id() -> str:
             return text
 
 
-def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
-    props = {
+def server_properties(port: int, controller_port: int, data_dir: Path,
+                      extra: dict[str, str] | None = None) -> str:
+    """The node's server.properties; ``extra`` adds or replaces keys (e.g. a SASL_SSL listener
+    next to the PLAINTEXT one the readiness probe uses)."""
+    props: dict[str, object] = {
         "process.roles": "broker,controller",
         "node.id": NODE_ID,
         "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
@@ -133,6 +136,7 @@ def server_properties(port: int, controller_port: int, data_dir: Path) -> str:
         "share.coordinator.state.topic.min.isr": 1,
         "group.initial.rebalance.delay.ms": 0,
     }
+    props.update(extra or {})
     return "".join(f"{key}={value}\n" for key, value in props.items())
 
 
@@ -174,9 +178,12 @@ def _die_with_parent() -> None:
 class KafkaNode:
     """One combined broker+controller KRaft node in a child JVM."""
 
-    def __init__(self, port: int, data_dir: Path) -> None:
+    def __init__(self, port: int, data_dir: Path, extra: dict[str, str] | None = None,
+                 format_args: list[str] | None = None) -> None:
         self.port = port
         self.data_dir = Path(data_dir).resolve()
+        self.extra = dict(extra or {})  # server properties added to or replacing the defaults
+        self.format_args = list(format_args or [])  # e.g. --add-scram for SCRAM users
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -196,11 +203,13 @@ class KafkaNode:
         """Write server.properties (a fresh controller port each start) and format once."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         props = self.data_dir / "server.properties"
-        props.write_text(server_properties(self.port, _free_port(), self.data_dir))
+        props.write_text(server_properties(self.port, _free_port(), self.data_dir,
+                                           self.extra))
         (self.data_dir / "log4j2.properties").write_text(log4j_properties(self.log_file))
         if not (self.data_dir / "logs" / "meta.properties").exists():
             cmd = self._java_cmd("kafka.tools.StorageTool", "format", "--config", str(props),
-                                 "--cluster-id", _cluster_id(), "--ignore-formatted")
+                                 "--cluster-id", _cluster_id(), "--ignore-formatted",
+                                 *self.format_args)
             result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             if result.returncode != 0:
                 raise RuntimeError(f"kafka-storage format failed: {result.stderr.strip()}")
@@ -265,8 +274,8 @@ def _recv(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-def _run_foreground(port: int, data_dir: Path) -> int:
-    node = KafkaNode(port, data_dir)
+def _run_foreground(port: int, data_dir: Path, extra: dict[str, str] | None = None) -> int:
+    node = KafkaNode(port, data_dir, extra)
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -302,6 +311,10 @@ def main(argv: list[str] | None = None) -> int:
     start = sub.add_parser("start", help="run a single KRaft node in the foreground")
     start.add_argument("--port", type=int, required=True)
     start.add_argument("--data-dir", type=Path, required=True)
+    start.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                       help="an extra server property (repeatable), e.g. a SASL_SSL listener")
+    start.add_argument("--properties-file", type=Path,
+                       help="extra server properties (key=value lines), applied before --property")
     args = parser.parse_args(argv)
     if args.command == "prepare":
         try:
@@ -310,7 +323,15 @@ def main(argv: list[str] | None = None) -> int:
             print(f"kafka.py: {exc}", file=sys.stderr)
             return 1
         return 0
-    return _run_foreground(args.port, args.data_dir)
+    extra: dict[str, str] = {}
+    lines = args.properties_file.read_text().splitlines() if args.properties_file else []
+    for item in [*lines, *args.property]:
+        if item.strip() and not item.lstrip().startswith(("#", "!")):
+            key, sep, value = item.partition("=")
+            if not sep:
+                parser.error(f"expected KEY=VALUE, got {item!r}")
+            extra[key.strip()] = value.strip()
+    return _run_foreground(args.port, args.data_dir, extra)
 
 
 if __name__ == "__main__":
