@@ -15,9 +15,17 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..serde import Serde, Serdes
 from ..topology.topology import Topology
+from .assignor import AssignmentInfo
 from .config import StreamsConfig
-from .queries import ReadOnlyStoreView
+from .queries import (
+    HostInfo,
+    KeyQueryMetadata,
+    ReadOnlyStoreView,
+    StreamsMetadata,
+    StreamsMetadataState,
+)
 from .thread import StreamThread
 
 log = logging.getLogger(__name__)
@@ -51,6 +59,8 @@ class KafkaStreams:
         self._stop: asyncio.Event | None = None
         self._stream_thread: StreamThread | None = None
         self.error: BaseException | None = None
+        self._metadata: StreamsMetadataState | None = None  # host map of the last assignment
+        self._query_server: Any = None  # query_server.QueryServer while running
 
     # -- state --------------------------------------------------------------------------------
 
@@ -110,6 +120,10 @@ class KafkaStreams:
             self._stop.set()
         self._stream_thread = StreamThread(self)
         try:
+            if self.config.application_server:
+                from .query_server import QueryServer  # aiohttp only when serving
+                self._query_server = await asyncio.to_thread(
+                    QueryServer(self, self.config.application_server).start)
             await self._stream_thread.run(self._stop)
         except BaseException as exc:
             self.error = exc
@@ -120,6 +134,10 @@ class KafkaStreams:
             self._set_state(State.PENDING_ERROR)
             self._set_state(State.ERROR)
             raise
+        finally:
+            if self._query_server is not None:
+                await asyncio.to_thread(self._query_server.stop)
+                self._query_server = None
         self._set_state(State.NOT_RUNNING)
 
     def close(self, timeout: float | None = None) -> bool:
@@ -162,6 +180,48 @@ class KafkaStreams:
         # dict(): one C-level copy the stream thread cannot interrupt (interactive queries)
         return [task.stores[name] for task_id, task in dict(thread.tasks).items()
                 if name in task.stores and task_id not in thread.restoring]
+
+    # -- queries across instances (KIP-67) ----------------------------------------------------
+
+    def _on_assignment_info(self, info: AssignmentInfo) -> None:
+        """Called by the assignor with every new assignment's host map."""
+        thread = self._stream_thread
+        if thread is None or thread.layout is None:
+            return
+        self._metadata = StreamsMetadataState(
+            info, thread.layout, self.topology, self.config.default_key_serde or Serdes.bytes())
+
+    def _local_host(self) -> HostInfo | None:
+        server = self.config.application_server
+        return HostInfo.parse(server) if server else None
+
+    def query_metadata_for_key(self, store_name: str, key: Any,
+                               key_serializer: Serde[Any] | Callable[[Any], bytes] | None = None
+                               ) -> KeyQueryMetadata:
+        """Which instance holds ``key`` in ``store_name`` (``KeyQueryMetadata.NOT_AVAILABLE``
+        before the first assignment, or when no instance set ``application.server``). The key
+        is serialized with ``key_serializer`` (a Serde or a function returning bytes), else
+        with the store's key serde, and hashed as Kafka's default partitioner does."""
+        self._check_store(store_name)
+        metadata = self._metadata
+        if metadata is None:
+            return KeyQueryMetadata.NOT_AVAILABLE
+        return metadata.key_query_metadata(store_name, key, self._local_host(), key_serializer)
+
+    def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
+        """Every instance (with an ``application.server``) that holds part of the store."""
+        self._check_store(store_name)
+        metadata = self._metadata
+        return metadata.metadata_for_store(store_name) if metadata is not None else []
+
+    def metadata_for_all_streams_clients(self) -> list[StreamsMetadata]:
+        """Every instance of this application that set ``application.server``."""
+        metadata = self._metadata
+        return metadata.all_metadata() if metadata is not None else []
+
+    def _check_store(self, name: str) -> None:
+        if name not in self.topology.stores and name not in self.topology.global_stores:
+            raise KeyError(f"no state store named {name!r} in this topology")
 
     def __enter__(self) -> KafkaStreams:
         return self

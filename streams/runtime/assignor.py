@@ -6,6 +6,11 @@ balanced separately (each member gets at most ceil(tasks / members) of each kind
 bound a task stays with the member running it, else goes to a member that has its state on
 disk (a fast restore), else to the least-loaded member. Members describe what they own in the
 JoinGroup metadata's user data.
+
+As in Kafka Streams (SubscriptionInfo's user end point, AssignmentInfo's partitionsByHost and
+standbyPartitionByHost), each member also reports its ``application.server``, and every member's
+assignment carries the whole map host -> active tasks (and host -> standby tasks, empty until
+standby replicas exist), so any instance can say which instance holds a key (queries.py).
 """
 
 from __future__ import annotations
@@ -32,16 +37,19 @@ VERSION = 0
 
 @dataclass
 class MemberInfo:
-    """What a member reports when joining: running tasks and tasks with local state."""
+    """What a member reports when joining: running tasks, tasks with local state, and its
+    ``application.server`` end point ("" when it has none)."""
 
     process_id: str = ""
     active: set[TaskId] = field(default_factory=set)
     state: set[TaskId] = field(default_factory=set)
+    endpoint: str = ""
 
     def encode(self) -> bytes:
         return json.dumps({"process": self.process_id,
                            "active": sorted(str(t) for t in self.active),
-                           "state": sorted(str(t) for t in self.state)}).encode()
+                           "state": sorted(str(t) for t in self.state),
+                           "endpoint": self.endpoint}).encode()
 
     @classmethod
     def decode(cls, data: bytes | None) -> MemberInfo:
@@ -50,8 +58,48 @@ class MemberInfo:
         try:
             raw = json.loads(data)
             return cls(raw.get("process", ""), {TaskId.parse(t) for t in raw.get("active", [])},
-                       {TaskId.parse(t) for t in raw.get("state", [])})
-        except (ValueError, AttributeError):
+                       {TaskId.parse(t) for t in raw.get("state", [])},
+                       str(raw.get("endpoint") or ""))
+        except (ValueError, AttributeError, TypeError):
+            return cls()
+
+
+@dataclass
+class AssignmentInfo:
+    """One member's assignment user data: its own tasks, and for the whole group which end
+    point runs which tasks (active and standby) with the source partition counts the tasks
+    were made from (Kafka's AssignmentInfo.partitionsByHost)."""
+
+    tasks: list[TaskId] = field(default_factory=list)
+    hosts: dict[str, list[TaskId]] = field(default_factory=dict)
+    standby_hosts: dict[str, list[TaskId]] = field(default_factory=dict)
+    partitions: dict[str, int] = field(default_factory=dict)
+
+    def encode(self) -> bytes:
+        def tids(ts: Iterable[TaskId]) -> list[str]:
+            return sorted(str(t) for t in ts)
+        return json.dumps({"tasks": tids(self.tasks),
+                           "hosts": {h: tids(ts) for h, ts in sorted(self.hosts.items())},
+                           "standby_hosts": {h: tids(ts) for h, ts
+                                             in sorted(self.standby_hosts.items())},
+                           "partitions": dict(sorted(self.partitions.items()))}).encode()
+
+    @classmethod
+    def decode(cls, data: bytes | None) -> AssignmentInfo:
+        if not data:
+            return cls()
+        try:
+            raw = json.loads(data)
+            if isinstance(raw, list):  # the first format: the member's task ids only
+                return cls([TaskId.parse(t) for t in raw])
+
+            def hosts(key: str) -> dict[str, list[TaskId]]:
+                return {str(h): [TaskId.parse(t) for t in ts]
+                        for h, ts in (raw.get(key) or {}).items()}
+            return cls([TaskId.parse(t) for t in raw.get("tasks", [])], hosts("hosts"),
+                       hosts("standby_hosts"),
+                       {str(t): int(n) for t, n in (raw.get("partitions") or {}).items()})
+        except (ValueError, AttributeError, TypeError):
             return cls()
 
 
@@ -62,16 +110,22 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     name = "stream"
     version = VERSION
 
-    def __init__(self, layout: TopicLayout, local_info: Callable[[], MemberInfo]) -> None:
+    def __init__(self, layout: TopicLayout, local_info: Callable[[], MemberInfo],
+                 on_info: Callable[[AssignmentInfo], None] | None = None) -> None:
         self.layout = layout
         self.local_info = local_info
+        self.on_info = on_info  # told every new assignment's host map (KafkaStreams' metadata)
         self.stateful = {sub.id for sub in layout.sub_topologies if sub.stores}
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
         return ConsumerProtocolMemberMetadata(VERSION, sorted(topics), self.local_info().encode())
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
-        return None
+        if self.on_info is not None:
+            try:
+                self.on_info(AssignmentInfo.decode(assignment.user_data))
+            except Exception:  # never fail the join over metadata for queries
+                log.exception("could not read the assignment's host map")
 
     def assign(self, cluster: object,  # type: ignore[override]
                members: Mapping[str, ConsumerProtocolMemberMetadata]
@@ -79,6 +133,12 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
         tasks = self.tasks(cluster)
         infos = {m: MemberInfo.decode(md.user_data) for m, md in members.items()}
         plan = balance(tasks, infos, self.stateful)
+        hosts: dict[str, list[TaskId]] = {}
+        for member, info in infos.items():
+            if info.endpoint:
+                hosts.setdefault(info.endpoint, []).extend(plan.get(member, []))
+        partitions = {topic: self._count(cluster, topic)
+                      for topics in self.layout.sources.values() for topic in topics}
         result = {}
         for member in members:
             by_topic: dict[str, list[int]] = {}
@@ -86,9 +146,9 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 for topic in self.layout.sources[task.subtopology]:
                     if task.partition < self._count(cluster, topic):
                         by_topic.setdefault(topic, []).append(task.partition)
+            info = AssignmentInfo(sorted(plan.get(member, [])), hosts, {}, partitions)
             result[member] = ConsumerProtocolMemberAssignment(
-                VERSION, sorted(by_topic.items()),
-                json.dumps(sorted(str(t) for t in plan.get(member, []))).encode())
+                VERSION, sorted(by_topic.items()), info.encode())
         log.info("assigned %d tasks to %d members: %s", len(tasks), len(members),
                  {m: sorted(str(t) for t in ts) for m, ts in plan.items()})
         return result

@@ -44,6 +44,9 @@ class StreamsConfig(KafkaConfigModel):
     errors_dead_letter_queue_topic_name: str | None = None  # KIP-1034
     default_timestamp_extractor: Any = None
     num_standby_replicas: int = 0
+    # host:port where this instance answers queries (KIP-67); other instances learn it
+    # through the group assignment and forward queries for keys it owns.
+    application_server: str | None = None
     num_stream_threads: int = 1
     max_task_idle_ms: int = 0
     poll_ms: int = 100
@@ -82,6 +85,16 @@ class StreamsConfig(KafkaConfigModel):
         if value in ("exactly_once", "exactly_once_beta"):
             raise ValueError("was removed in Kafka 4.0; use 'exactly_once_v2'")
         return value
+
+    @field_validator("application_server")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        host, sep, port = value.strip().rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError("expected host:port with a port from 1 to 65535")
+        return value.strip()
 
     @field_validator("num_standby_replicas")
     @classmethod

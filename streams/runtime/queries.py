@@ -1,4 +1,12 @@
-"""Read-only views of local stores for interactive queries.
+"""Interactive queries: read-only views of local stores, and where every key lives.
+
+``ReadOnlyStoreView`` reads this instance's stores. ``StreamsMetadataState`` answers "which
+instance holds this key" from the host map every assignment carries (assignor.py), as Kafka's
+``StreamsMetadataState`` does: the key is serialized with the store's key serde and hashed with
+the default partitioner (murmur2) over the source topic's partition count; the task of that
+partition runs on one host (KIP-67, "Queryable state for Kafka Streams").
+
+Read-only views:
 
 A store name covers one store instance per local task (one per partition); the view asks all of
 them, as Kafka's ``CompositeReadOnlyKeyValueStore`` does. Writes are not offered.
@@ -12,13 +20,149 @@ without ever flushing or writing either. Results are as fresh as the moment each
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
+from aiokafka import TopicPartition
+
+from ..kafka_batching import default_partition
+from ..processor.api import TaskId
+from ..serde import Serde
 from ..state.readonly import read_only_view
+from .assignor import AssignmentInfo
 
 if TYPE_CHECKING:
+    from ..topology.topology import Topology
     from .app import KafkaStreams
+    from .topics import TopicLayout
+
+
+class HostInfo(NamedTuple):
+    """An instance's ``application.server`` (Kafka's ``HostInfo``)."""
+
+    host: str
+    port: int
+
+    @classmethod
+    def parse(cls, endpoint: str) -> HostInfo:
+        host, _, port = endpoint.rpartition(":")
+        return cls(host, int(port))
+
+    @classmethod
+    def unavailable(cls) -> HostInfo:
+        return cls("unavailable", -1)
+
+    def __str__(self) -> str:
+        return f"{self.host}:{self.port}"
+
+
+@dataclass(frozen=True)
+class KeyQueryMetadata:
+    """Where a key's store entry lives: the active host, standby hosts, the partition.
+    ``KeyQueryMetadata.NOT_AVAILABLE`` while no assignment with host information is known."""
+
+    active_host: HostInfo
+    standby_hosts: list[HostInfo] = field(default_factory=list)
+    partition: int = -1
+
+    NOT_AVAILABLE: ClassVar[KeyQueryMetadata]
+
+
+KeyQueryMetadata.NOT_AVAILABLE = KeyQueryMetadata(HostInfo.unavailable(), [], -1)
+
+
+@dataclass(frozen=True)
+class StreamsMetadata:
+    """One instance of the application as the last assignment described it."""
+
+    host_info: HostInfo
+    state_store_names: frozenset[str]
+    topic_partitions: frozenset[TopicPartition]
+    standby_state_store_names: frozenset[str] = frozenset()
+    standby_topic_partitions: frozenset[TopicPartition] = frozenset()
+
+    def host(self) -> str:
+        return self.host_info.host
+
+    def port(self) -> int:
+        return self.host_info.port
+
+
+class StreamsMetadataState:
+    """The group's host map from one assignment, and the lookups built on it."""
+
+    def __init__(self, info: AssignmentInfo, layout: TopicLayout, topology: Topology,
+                 default_key_serde: Serde[Any] | None) -> None:
+        self.info = info
+        self.layout = layout
+        self.topology = topology
+        self.default_key_serde = default_key_serde
+        self.store_sub = {store: sub.id for sub in layout.sub_topologies for store in sub.stores}
+        self.hosts = {HostInfo.parse(h): set(ts) for h, ts in info.hosts.items()}
+        self.standbys = {HostInfo.parse(h): set(ts) for h, ts in info.standby_hosts.items()}
+
+    def _metadata(self, host: HostInfo) -> StreamsMetadata:
+        def describe(tasks: Iterable[TaskId]) -> tuple[frozenset[str], frozenset[TopicPartition]]:
+            tasks = list(tasks)
+            stores = {s for s, sub in self.store_sub.items()
+                      if any(t.subtopology == sub for t in tasks)}
+            parts = {TopicPartition(topic, t.partition) for t in tasks
+                     for topic in self.layout.sources.get(t.subtopology, [])
+                     if t.partition < self.info.partitions.get(topic, t.partition + 1)}
+            return frozenset(stores), frozenset(parts)
+        stores, parts = describe(self.hosts.get(host, ()))
+        standby_stores, standby_parts = describe(self.standbys.get(host, ()))
+        return StreamsMetadata(host, stores | frozenset(self.topology.global_stores), parts,
+                               standby_stores, standby_parts)
+
+    def all_metadata(self) -> list[StreamsMetadata]:
+        return [self._metadata(h) for h in sorted(set(self.hosts) | set(self.standbys))]
+
+    def metadata_for_store(self, name: str) -> list[StreamsMetadata]:
+        if name in self.topology.global_stores:
+            return self.all_metadata()
+        return [m for m in self.all_metadata()
+                if name in m.state_store_names or name in m.standby_state_store_names]
+
+    def key_query_metadata(self, store: str, key: Any, local: HostInfo | None,
+                           key_serializer: Serde[Any] | Callable[[Any], bytes] | None = None
+                           ) -> KeyQueryMetadata:
+        if store in self.topology.global_stores:  # every instance holds all of it
+            return KeyQueryMetadata(local or HostInfo.unavailable(), [], -1)
+        sub = self.store_sub.get(store)
+        if sub is None or not self.layout.sources.get(sub):
+            return KeyQueryMetadata.NOT_AVAILABLE
+        topics = self.layout.sources[sub]
+        count = max(self.info.partitions.get(t) or self.layout.partitions.get(t, 0)
+                    for t in topics)
+        if count <= 0:
+            return KeyQueryMetadata.NOT_AVAILABLE
+        data = _serialize_key(key_serializer or self._store_key_serde(store), topics[0], key)
+        partition = default_partition(data, count)
+        task = TaskId(sub, partition)
+        active = next((h for h, ts in self.hosts.items() if task in ts), None)
+        if active is None:
+            return KeyQueryMetadata.NOT_AVAILABLE
+        standbys = sorted(h for h, ts in self.standbys.items() if task in ts)
+        return KeyQueryMetadata(active, standbys, partition)
+
+    def _store_key_serde(self, store: str) -> Serde[Any]:
+        builder = self.topology.stores[store]
+        serde = builder.key_serde or self.default_key_serde
+        if serde is None:
+            raise ValueError(f"store {store!r} has no key serde and default.key.serde is not "
+                             "set: pass key_serializer= to query_metadata_for_key")
+        return serde
+
+
+def _serialize_key(serializer: Serde[Any] | Callable[[Any], bytes], topic: str,
+                   key: Any) -> bytes:
+    data = (serializer.serialize(topic, key) if isinstance(serializer, Serde)
+            else serializer(key))
+    if data is None:
+        raise ValueError("a query key cannot be None")
+    return data
 
 
 class InvalidStateStoreError(RuntimeError):

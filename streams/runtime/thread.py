@@ -163,7 +163,8 @@ class StreamThread:
 
         collector = RecordCollector(producer, dict(layout.partitions),
                                     begin_txn if self.eos else None)
-        assignor = StreamsPartitionAssignor(layout, self._member_info)
+        assignor = StreamsPartitionAssignor(layout, self._member_info,
+                                            self.app._on_assignment_info)
         consumer = AIOKafkaConsumer(
             **self.client_kwargs, group_id=self.app_id, enable_auto_commit=False,
             auto_offset_reset="earliest",
@@ -457,7 +458,7 @@ class StreamThread:
 
     def _member_info(self) -> MemberInfo:
         return MemberInfo(self.state_dir.process_id, set(self.tasks),
-                          self.state_dir.task_ids_on_disk())
+                          self.state_dir.task_ids_on_disk(), self.config.application_server or "")
 
     async def on_revoked(self, gen: ClientGeneration, revoked: list[TopicPartition]) -> None:
         self.assignment_version += 1

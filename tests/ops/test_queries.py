@@ -1,0 +1,122 @@
+"""Queries across instances: one instance in this process, one in a child process.
+
+Every key is asked through the Python API (``query_metadata_for_key``, the metadata calls) and
+through the HTTP endpoint of both instances, which forwards to the owner: each answer must be
+the key's true count, whichever instance holds it.
+"""
+
+from __future__ import annotations
+
+import pytest
+from helpers import RECENT_TS, create_topics, free_port, wait_until
+
+from streams import KafkaStreams
+from streams.kafka_batching import default_partition
+from streams.runtime import State
+from streams.runtime.queries import HostInfo, KeyQueryMetadata
+
+from .ops_app import COUNTS, INPUT, WINDOW_MS, WINDOWS, config, topology
+from .procs import AppProcess, http_get, produce
+
+PARTITIONS = 4
+KEYS = [f"user-{i:03d}" for i in range(60)]
+EXPECTED = {key: i % 4 + 1 for i, key in enumerate(KEYS)}
+
+
+@pytest.fixture
+def two_instances(broker, tmp_path):
+    create_topics(broker.bootstrap, {INPUT: PARTITIONS})
+    port_a, port_b = free_port(), free_port()
+    child = AppProcess(broker.bootstrap, tmp_path / "b", f"127.0.0.1:{port_b}").start()
+    app = KafkaStreams(topology(), config(broker.bootstrap, str(tmp_path / "a"),
+                                          f"127.0.0.1:{port_a}"))
+    app.start()
+    try:
+        yield app, child, HostInfo("127.0.0.1", port_a), HostInfo("127.0.0.1", port_b)
+    finally:
+        app.close(timeout=30)
+        child.stop()
+
+
+def test_any_key_through_either_instance(broker, two_instances) -> None:
+    app, child, host_a, host_b = two_instances
+    records = [(key.encode(), b"x", RECENT_TS + n * 1000)
+               for key, count in EXPECTED.items() for n in range(count)]
+    produce(broker.bootstrap, INPUT, records)
+
+    def all_counted() -> bool:
+        if len(app.metadata_for_all_streams_clients()) != 2:
+            return False
+        status, body = http_get(f"http://{host_a}/stores/{COUNTS}/all?limit=1000")
+        return status == 200 and body["complete"] and \
+            {e["key"]: e["value"] for e in body["entries"]} == EXPECTED
+    wait_until(all_counted, timeout=90, message=f"both instances up and every key counted; "
+               f"child said: {child.output()[-2000:]}")
+    assert app.state is State.RUNNING
+
+    clients = app.metadata_for_all_streams_clients()
+    assert {m.host_info for m in clients} == {host_a, host_b}
+    for_store = app.streams_metadata_for_store(COUNTS)
+    assert {m.host_info for m in for_store} == {host_a, host_b}
+    assert all(COUNTS in m.state_store_names and WINDOWS in m.state_store_names for m in clients)
+    owned = [{tp.partition for tp in m.topic_partitions if tp.topic == INPUT} for m in for_store]
+    assert owned[0] | owned[1] == set(range(PARTITIONS)) and not owned[0] & owned[1]
+
+    local = app.store(COUNTS)
+    owners = set()
+    for key, count in EXPECTED.items():
+        meta = app.query_metadata_for_key(COUNTS, key)
+        assert meta.partition == default_partition(key.encode(), PARTITIONS)
+        assert meta.standby_hosts == []
+        owners.add(meta.active_host)
+        # the local store holds exactly the keys this instance owns
+        assert local.get(key) == (count if meta.active_host == host_a else None), key
+        for host in (host_a, host_b):
+            status, body = http_get(f"http://{host}/stores/{COUNTS}/keys/{key}")
+            assert (status, body) == (200, {"key": key, "value": count}), (host, key)
+    assert owners == {host_a, host_b}
+
+    status, body = http_get(f"http://{host_b}/stores/{COUNTS}/keys/nobody")
+    assert status == 404 and "nobody" in body["error"]
+    status, body = http_get(f"http://{host_b}/stores/no-such-store/keys/x")
+    assert status == 404 and "no-such-store" in body["error"]
+    assert app.query_metadata_for_key(COUNTS, "x", key_serializer=lambda k: k.encode()) \
+        == app.query_metadata_for_key(COUNTS, "x")
+    with pytest.raises(KeyError, match="no-such-store"):
+        app.query_metadata_for_key("no-such-store", "x")
+
+    # the window store: every key's records fall in the minute windows of their timestamps
+    key = KEYS[3]  # 4 records, one second apart: one window
+    for host in (host_a, host_b):
+        status, body = http_get(f"http://{host}/stores/{WINDOWS}/keys/{key}"
+                                f"?from={RECENT_TS - WINDOW_MS}&to={RECENT_TS + WINDOW_MS}")
+        assert status == 200, body
+        assert body == {"key": key, "value": [{"start": RECENT_TS, "end": RECENT_TS + WINDOW_MS,
+                                               "value": 4}]}
+        status, body = http_get(f"http://{host}/stores/{WINDOWS}/keys/{key}"
+                                f"?from={RECENT_TS + WINDOW_MS}&to={RECENT_TS + 2 * WINDOW_MS}")
+        assert status == 404
+
+    # range and all gather from both instances, and honour the limit
+    status, body = http_get(f"http://{host_b}/stores/{COUNTS}/range?from=user-010&to=user-019")
+    assert status == 200 and body["complete"]
+    assert {e["key"]: e["value"] for e in body["entries"]} == \
+        {k: v for k, v in EXPECTED.items() if "user-010" <= k <= "user-019"}
+    status, body = http_get(f"http://{host_b}/stores/{COUNTS}/all?limit=7")
+    assert status == 200 and len(body["entries"]) == 7 and not body["complete"]
+    status, body = http_get(f"http://{host_b}/stores/{WINDOWS}/all")
+    assert status == 200 and len(body["entries"]) == len(KEYS)
+    status, body = http_get(f"http://{host_a}/stores/{COUNTS}/all?limit=0")
+    assert status == 400 and "limit" in body["error"]
+
+
+def test_metadata_not_available_before_start(tmp_path) -> None:
+    app = KafkaStreams(topology(), config("127.0.0.1:1", str(tmp_path), "127.0.0.1:7070"))
+    assert app.query_metadata_for_key(COUNTS, "k") is KeyQueryMetadata.NOT_AVAILABLE
+    assert app.metadata_for_all_streams_clients() == []
+    assert app.streams_metadata_for_store(COUNTS) == []
+
+
+def test_bad_application_server_is_named(tmp_path) -> None:
+    with pytest.raises(ValueError, match="application.server"):
+        KafkaStreams(topology(), config("127.0.0.1:1", str(tmp_path), "no-port"))
