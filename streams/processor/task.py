@@ -81,6 +81,9 @@ class TaskConfig:
     # The stream thread's record cache (statestore.cache.max.bytes); None = no caching, which
     # is what the TopologyTestDriver uses so that it emits every update.
     cache: CacheBudget | None = None
+    # Wraps each store as the task builds it, before any processor sees it (the Metered
+    # layer at metrics.recording.level=DEBUG): (store, store name, task id) -> store.
+    store_wrapper: Any = None
 
     def __post_init__(self) -> None:
         self.internal_key_serde = self.internal_key_serde or InternalSerde()
@@ -226,6 +229,14 @@ class StreamTask:
         self.errors: ErrorHandling = config.errors  # type: ignore[assignment]
         self.extractors: dict[str, Any] = {}  # source node name -> timestamp extractor
         self.commit_requested = False
+        # Metrics, read on scrape: records dropped (a handler said continue, an invalid
+        # timestamp) and end-to-end latency (wall clock - record timestamp), sampled once
+        # per processed chunk rather than per record.
+        self.dropped_records = 0
+        self.e2e_samples = 0
+        self.e2e_sum_ms = 0
+        self.e2e_max_ms = 0
+        self.e2e_min_ms = 0
         self.punctuators: list[tuple[_Punctuator, Node | None]] = []
         self.queues: dict[tuple[str, int], deque[InboundRecord]] = {}
         self.partition_time: dict[tuple[str, int], int] = {}
@@ -257,7 +268,10 @@ class StreamTask:
         key_serde, value_serde = self.config.serdes_for(topic_is_internal=True)
         ctx = StoreInitContext(self.task_dir, self._logger_for, key_serde, value_serde)
         for name in self.sub.stores:
-            store = self.stores[name] = self.topology.stores[name].build(ctx)
+            store = self.topology.stores[name].build(ctx)
+            if self.config.store_wrapper is not None:
+                store = self.config.store_wrapper(store, name, str(self.task_id))
+            self.stores[name] = store
             if self.config.cache is not None and hasattr(store, "attach_cache") \
                     and self._store_users(name) == 1:
                 store.attach_cache(self.config.cache)
@@ -332,13 +346,26 @@ class StreamTask:
     def process(self, max_records: int | None = None) -> int:
         """Process buffered records, lowest head timestamp first; returns how many."""
         done = 0
+        record = None
         while max_records is None or done < max_records:
             queue = self._next_queue()
             if queue is None:
                 break
-            self.process_record(queue.popleft())
+            record = queue.popleft()
+            self.process_record(record)
             done += 1
+        if record is not None:
+            self._sample_e2e_latency(record.timestamp)
         return done
+
+    def _sample_e2e_latency(self, timestamp: int) -> None:
+        latency = self.wall_clock() - timestamp
+        if self.e2e_samples == 0 or latency < self.e2e_min_ms:
+            self.e2e_min_ms = latency
+        if self.e2e_samples == 0 or latency > self.e2e_max_ms:
+            self.e2e_max_ms = latency
+        self.e2e_samples += 1
+        self.e2e_sum_ms += latency
 
     def process_record(self, inbound: InboundRecord) -> None:
         source = self.sources_by_topic.get(inbound.topic)
@@ -359,6 +386,7 @@ class StreamTask:
             self.errors.handle(self.errors.deserialization,
                                self._error_context(source.name, inbound.timestamp), inbound,
                                exc, self.collector.send)
+            self.dropped_records += 1
             return
         partition_time = self.partition_time.get(tp, -1)
         extractor = self.extractors[source.name]
@@ -373,6 +401,7 @@ class StreamTask:
                 log.warning("skipping record %s-%d@%d in task %s: negative extracted "
                             "timestamp %d", inbound.topic, inbound.partition, inbound.offset,
                             self.task_id, timestamp)
+                self.dropped_records += 1
                 return
         if timestamp > partition_time:
             self.partition_time[tp] = timestamp
@@ -423,6 +452,7 @@ class StreamTask:
             self.errors.handle(self.errors.processing,
                                self._error_context(node.name, record.timestamp), record, exc,
                                self.collector.send)
+            self.dropped_records += 1
         finally:
             context.current_node = previous
 
