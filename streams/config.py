@@ -24,7 +24,20 @@ def _python_key(key: str) -> str:
 
 
 class KafkaConfigModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # hide_input_in_errors: a raw ValidationError must not print a password it rejected.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, hide_input_in_errors=True)
+
+    @classmethod
+    def accepts_client_key(cls, key: str) -> bool:
+        """Models taking Kafka client properties (``security.protocol``, ``ssl.*``,
+        ``consumer.*`` ...) say yes here and collect them in a ``client_configs`` field
+        (see streams/client_config.py)."""
+        return False
+
+    @classmethod
+    def client_key_names(cls) -> frozenset[str]:
+        """Unprefixed client keys, for "did you mean" hints."""
+        return frozenset()
 
     @model_validator(mode="before")
     @classmethod
@@ -33,14 +46,24 @@ class KafkaConfigModel(BaseModel):
             return data
         known = set(cls.model_fields)
         out: dict[str, Any] = {}
+        client: dict[str, Any] = {}
         for key, value in data.items():
             name = _python_key(str(key))
+            client_key = str(key).strip() if "." in str(key) else name.replace("_", ".")
+            if name not in known and cls.accepts_client_key(client_key):
+                client[client_key] = value
+                continue
             if name not in known:
-                dotted = sorted(k.replace("_", ".") for k in known)
+                dotted = sorted({k.replace("_", ".") for k in known} | cls.client_key_names())
                 guess = difflib.get_close_matches(str(key).replace("_", "."), dotted, n=1)
                 hint = f"; did you mean '{guess[0]}'?" if guess else ""
                 raise ConfigError(f"unknown config key '{key}'{hint}")
             out[name] = value
+        if client:
+            given = out.get("client_configs") or {}
+            if not isinstance(given, Mapping):  # an already checked ClientConfigs
+                given = given.items()
+            out["client_configs"] = {**given, **client}
         return out
 
     @classmethod
@@ -52,7 +75,14 @@ class KafkaConfigModel(BaseModel):
             problems = []
             for err in exc.errors():
                 key = ".".join(str(p) for p in err["loc"]).replace("_", ".")
-                problems.append(f"'{key}' = {err.get('input')!r}: {err['msg']}")
+                field = cls.model_fields.get(str(err["loc"][0])) if err["loc"] else None
+                if key in ("", "client.configs"):  # the message names the key itself
+                    problems.append(err["msg"].removeprefix("Value error, "))
+                elif field is not None and ("Secret" in repr(field.annotation)
+                                            or "Password" in repr(field.annotation)):
+                    problems.append(f"'{key}': {err['msg']}")  # never the secret value
+                else:
+                    problems.append(f"'{key}' = {err.get('input')!r}: {err['msg']}")
             raise ConfigError("invalid config: " + "; ".join(problems)) from None
 
     @classmethod

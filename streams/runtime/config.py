@@ -14,7 +14,18 @@ from typing import Any, Literal
 
 from pydantic import ValidationInfo, field_validator
 
+from ..client_config import (
+    SECURITY_KEYS,
+    STREAMS_OWNED,
+    STREAMS_PREFIXES,
+    STREAMS_ROLES,
+    ClientConfigError,
+    ClientConfigs,
+    is_client_key,
+)
 from ..config import KafkaConfigModel
+from ..metrics.listener import parse_listener
+from ..metrics.registry import RecordingLevel
 from ..processor.errors import ErrorHandling, resolve_handler
 from ..processor.task import TaskConfig
 from ..processor.timestamps import resolve_timestamp_extractor
@@ -71,6 +82,43 @@ class StreamsConfig(KafkaConfigModel):
     # renamed cache.max.bytes.buffering; both are accepted, the new name wins.
     statestore_cache_max_bytes: int | None = None
     cache_max_bytes_buffering: int | None = None
+    # Prometheus GET /metrics and GET /health on http://HOST:PORT (unset: no HTTP server);
+    # Kafka's metrics.recording.level (DEBUG adds the state store metrics).
+    metrics_listener: str | None = None
+    metrics_recording_level: str = "INFO"
+    # Kafka client properties: security.protocol, ssl.*, sasl.* for every client, and the
+    # consumer./main.consumer./restore.consumer./global.consumer./producer./admin. prefixes
+    # for one kind of client (streams/client_config.py). Collected from the flat keys.
+    client_configs: Any = None
+
+    @classmethod
+    def accepts_client_key(cls, key: str) -> bool:
+        return is_client_key(key, STREAMS_PREFIXES)
+
+    @classmethod
+    def client_key_names(cls) -> frozenset[str]:
+        return SECURITY_KEYS
+
+    @field_validator("client_configs", mode="before")
+    @classmethod
+    def _client_configs(cls, value: Any) -> Any:
+        if value is None or isinstance(value, ClientConfigs):
+            return value
+        try:
+            return ClientConfigs(value, STREAMS_ROLES, STREAMS_OWNED)
+        except ClientConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    def client_kwargs(self, role: str) -> dict[str, Any]:
+        """aiokafka arguments of one client of the runtime: ``main.consumer``,
+        ``restore.consumer``, ``global.consumer``, ``producer`` or ``admin``."""
+        kwargs: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers,
+                                  "request_timeout_ms": self.request_timeout_ms}
+        if self.client_id:
+            kwargs["client_id"] = self.client_id
+        if self.client_configs:
+            kwargs.update(self.client_configs.kwargs(role))
+        return kwargs
 
     @field_validator("application_id")
     @classmethod
@@ -139,6 +187,19 @@ class StreamsConfig(KafkaConfigModel):
             raise ValueError("must be >= 0 (0 disables the record cache)")
         return value
 
+    @field_validator("metrics_listener")
+    @classmethod
+    def _metrics_listener(cls, value: str | None) -> str | None:
+        if value in (None, ""):
+            return None
+        parse_listener(value)  # type: ignore[arg-type]
+        return value.strip()  # type: ignore[union-attr]
+
+    @field_validator("metrics_recording_level")
+    @classmethod
+    def _recording_level(cls, value: str) -> str:
+        return RecordingLevel.parse(value).name
+
     @property
     def cache_max_bytes(self) -> int:
         for value in (self.statestore_cache_max_bytes, self.cache_max_bytes_buffering):
@@ -177,7 +238,9 @@ class StreamsConfig(KafkaConfigModel):
 
     def as_properties(self) -> dict[str, Any]:
         """The config with Kafka's dotted keys (what processors see as ``app_config``)."""
-        return {k.replace("_", "."): v for k, v in self.model_dump().items() if v is not None}
+        props = {k.replace("_", "."): v for k, v in self.model_dump().items() if v is not None}
+        clients = props.pop("client.configs", None)
+        return {**props, **(clients.items() if clients else {})}
 
 
 _LEGAL = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")

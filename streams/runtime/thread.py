@@ -40,6 +40,7 @@ from ..kafka_internals import (
     fetch_stable_offsets,
     group_metadata,
 )
+from ..metrics.streams_app import ThreadStats, store_wrapper
 from ..processor.api import TaskId
 from ..processor.errors import HandlerFailedError
 from ..processor.task import StreamTask
@@ -80,12 +81,9 @@ class StreamThread:
         self.config = app.config
         self.topology = app.topology
         self.task_config = self.config.task_config()
+        self.task_config.store_wrapper = store_wrapper(app.metrics_registry)  # DEBUG: Metered
         self.app_id = self.config.application_id
         self.eos = self.config.eos
-        self.client_kwargs: dict[str, Any] = {"bootstrap_servers": self.config.bootstrap_servers,
-                                              "request_timeout_ms": self.config.request_timeout_ms}
-        if self.config.client_id:
-            self.client_kwargs["client_id"] = self.config.client_id
         self.state_dir = StateDirectory(self.config.app_state_dir)
         self.lock = asyncio.Lock()
         self.layout: TopicLayout | None = None
@@ -101,6 +99,7 @@ class StreamThread:
         self.next_task = 0  # round-robin start of the time slices
         self.failure: BaseException | None = None  # raised in a rebalance callback
         self.last_alive = time.monotonic()  # end of the last loop iteration
+        self.stats = ThreadStats()  # polls, commits and time spent, read by the metrics
 
     # read by KafkaStreams (queries, local task ids) and the CLI
     @property
@@ -118,12 +117,13 @@ class StreamThread:
     async def run(self, stop: asyncio.Event) -> None:
         self.state_dir.lock()
         try:
-            self.admin = AIOKafkaAdminClient(**self.client_kwargs)
+            self.admin = AIOKafkaAdminClient(**self.config.client_kwargs("admin"))
             await self.admin.start()
             self.layout = await ensure_internal_topics(
                 self.admin, self.topology, self.app_id, self.config.replication_factor)
             if self.topology.global_stores:
-                self.globals = GlobalStores(self.topology, self.task_config, self.client_kwargs,
+                self.globals = GlobalStores(self.topology, self.task_config,
+                                            self.config.client_kwargs("global.consumer"),
                                             self.eos, self.config.app_state_dir, wall_clock_ms)
                 await self.globals.bootstrap()
             while not stop.is_set():
@@ -154,7 +154,8 @@ class StreamThread:
         assert layout is not None
         self.generations += 1
         producer = build_producer(
-            self.client_kwargs, self.eos, f"{self.app_id}-{self.state_dir.process_id}-0",
+            self.config.client_kwargs("producer"), self.eos,
+            f"{self.app_id}-{self.state_dir.process_id}-0",
             self.config.max_batch_size, self.config.transaction_timeout_ms)
         holder: list[Committer] = []
 
@@ -166,7 +167,8 @@ class StreamThread:
         assignor = StreamsPartitionAssignor(layout, self._member_info,
                                             self.app._on_assignment_info)
         consumer = AIOKafkaConsumer(
-            **self.client_kwargs, group_id=self.app_id, enable_auto_commit=False,
+            **self.config.client_kwargs("main.consumer"), group_id=self.app_id,
+            enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level="read_committed" if self.eos else "read_uncommitted",
             partition_assignment_strategy=(assignor,),
@@ -177,13 +179,14 @@ class StreamThread:
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             max_poll_interval_ms=self.config.max_poll_interval_ms,
             metadata_max_age_ms=self.config.metadata_max_age_ms)
-        updater = StateUpdater(self.client_kwargs, self.eos)
+        updater = StateUpdater(self.config.client_kwargs("restore.consumer"), self.eos)
         tasks = TaskManager(self.topology, layout, self.task_config, collector, updater,
                             self.globals.stores if self.globals else None, wall_clock_ms)
         committer = Committer(self.app_id, self.eos, tasks, consumer, producer, collector,
                               set(layout.repartition_topics),
                               self.config.repartition_purge_interval_ms, self.admin)
         holder.append(committer)
+        self.stats.instrument(committer)
         return ClientGeneration(self.generations, consumer, producer, collector, tasks,
                                 committer, updater)
 
@@ -271,6 +274,7 @@ class StreamThread:
 
     async def _getmany(self, gen: ClientGeneration, timeout_ms: int
                        ) -> tuple[dict[TopicPartition, list[Any]], int | None]:
+        self.stats.polls += 1
         batch = await gen.consumer.getmany(timeout_ms=timeout_ms)
         # Read in the same step as the fetcher handed the records over.
         return batch, None if gen.rebalancing else self.assignment_version
@@ -329,7 +333,9 @@ class StreamThread:
         if self.globals is not None:
             await self.globals.poll()
         now = time.monotonic()
+        started = time.perf_counter()
         self._process_slice(gen, now)
+        self.stats.process_seconds += time.perf_counter() - started
         for _task_id, task in tasks.running():
             task.punctuate_wall_clock()
         committer = gen.committer
