@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..metrics.registry import MetricName, MetricsRegistry, RecordingLevel
 from ..serde import Serde, Serdes
 from ..topology.topology import Topology
 from .assignor import AssignmentInfo
@@ -59,6 +60,10 @@ class KafkaStreams:
         self._stop: asyncio.Event | None = None
         self._stream_thread: StreamThread | None = None
         self.error: BaseException | None = None
+        # Kafka Streams' metrics, read when scraped or asked (metrics()); the HTTP endpoint
+        # runs on the stream thread's loop while metrics.listener is set.
+        self.metrics_registry = MetricsRegistry(
+            "kafka.streams", RecordingLevel.parse(self.config.metrics_recording_level))
         self._metadata: StreamsMetadataState | None = None  # host map of the last assignment
         self._query_server: Any = None  # query_server.QueryServer while running
 
@@ -124,7 +129,7 @@ class KafkaStreams:
                 from .query_server import QueryServer  # aiohttp only when serving
                 self._query_server = await asyncio.to_thread(
                     QueryServer(self, self.config.application_server).start)
-            await self._stream_thread.run(self._stop)
+            await self._serving_metrics(self._stream_thread.run(self._stop))
         except BaseException as exc:
             self.error = exc
             if isinstance(exc, asyncio.CancelledError):
@@ -139,6 +144,58 @@ class KafkaStreams:
                 await asyncio.to_thread(self._query_server.stop)
                 self._query_server = None
         self._set_state(State.NOT_RUNNING)
+
+    async def _serving_metrics(self, running: Any) -> None:
+        """Await ``running`` with the thread's metrics registered and, if metrics.listener
+        is set, /metrics and /health served on this loop."""
+        from ..metrics.streams_app import register_streams_metrics
+
+        thread = self._stream_thread
+        assert thread is not None
+        name = self._thread.name if self._thread is not None else \
+            f"{self.config.application_id}-StreamThread-1"
+        register_streams_metrics(self.metrics_registry, thread, name)
+        server = None
+        if self.config.metrics_listener:
+            from ..metrics.http import MetricsServer
+
+            server = MetricsServer(self.config.metrics_listener, self.metrics_registry,
+                                   self._health)
+            try:
+                await server.start()
+            except BaseException:
+                running.close()
+                raise
+            self.metrics_url = server.url
+        try:
+            await running
+        finally:
+            if server is not None:
+                await server.stop()
+
+    def _health(self) -> tuple[bool, dict[str, Any]]:
+        state = self._state
+        return state is State.RUNNING, {
+            "status": "UP" if state is State.RUNNING else "DOWN", "state": state.value,
+            "application.id": self.config.application_id,
+            "tasks": self.local_task_ids()}
+
+    def metrics(self) -> dict[MetricName, float]:
+        """Every metric of this instance now, keyed like Kafka's ``MetricName`` (group,
+        name, tags): the values ``/metrics`` exports. Read on the stream thread's loop."""
+        loop = self._loop
+        if loop is not None and loop.is_running():
+            try:
+                on_loop = asyncio.get_running_loop() is loop
+            except RuntimeError:
+                on_loop = False
+            if not on_loop:
+                async def read() -> dict[MetricName, float]:
+                    return self.metrics_registry.metrics()
+
+                with contextlib.suppress(RuntimeError):
+                    return asyncio.run_coroutine_threadsafe(read(), loop).result(10)
+        return self.metrics_registry.metrics()
 
     def close(self, timeout: float | None = None) -> bool:
         """Stop processing (commit, checkpoint, leave the group); True if it stopped in time."""
