@@ -11,10 +11,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from .listener import parse_listener
 from .prometheus import CONTENT_TYPE_LATEST, exposition
 from .registry import MetricsRegistry
 
@@ -22,21 +22,6 @@ log = logging.getLogger(__name__)
 
 # () -> (serving?, JSON body). The body says what the component is doing either way.
 HealthCheck = Callable[[], tuple[bool, dict[str, Any]]]
-
-
-def parse_listener(value: str, key: str = "metrics.listener") -> tuple[str, int]:
-    """``http://HOST:PORT`` -> (host, port); a clear error naming ``key`` otherwise."""
-    text = str(value).strip()
-    parts = urlsplit(text if "://" in text else f"http://{text}")
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    if parts.scheme != "http" or not parts.hostname or port is None \
-            or parts.path not in ("", "/"):
-        raise ValueError(f"{key}={value!r}: expected http://HOST:PORT (e.g. "
-                         f"http://0.0.0.0:9404; port 0 picks a free one)")
-    return parts.hostname, port
 
 
 def add_routes(app: web.Application, registries: Sequence[MetricsRegistry],
