@@ -18,6 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     groups_cmd.add_parser(sub)
     run_cmd.add_parser(sub)
     connect_cmd.add_parser(sub)
+    from . import registry_cmd  # noqa: I001 - kept apart to keep this edit small
+
+    registry_cmd.add_parser(sub)
     return parser
 
 
