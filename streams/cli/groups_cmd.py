@@ -1,21 +1,29 @@
-"""`streams groups list | describe GROUP`, shaped like kafka-consumer-groups.sh."""
+"""`streams groups list | describe | reset-offsets | delete | delete-offsets`, shaped like
+kafka-consumer-groups.sh (its --reset-offsets, --delete and --delete-offsets).
+
+Changing a group's offsets or deleting it needs the group to have no active members, as
+Kafka's tool requires; reset-offsets only prints the plan unless --execute is given."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import dataclass
 from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
+from ..runtime import reset
 from .client import (
+    REQUEST_TIMEOUT_MS,
     CliError,
     add_bootstrap_argument,
     admin_client,
     error_message,
     partition_offsets,
     run_command,
+    start_client,
 )
 
 PROG = "streams groups"
@@ -39,8 +47,173 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     describe = groups_sub.add_parser("describe", help="state, members, offsets and lag")
     describe.add_argument("group")
     describe.set_defaults(func=lambda a: run_command(PROG, lambda: describe_group(a)))
-    for parser in (listing, describe):
+    resetting = groups_sub.add_parser(
+        "reset-offsets", help="move a group's committed offsets (the group must be inactive)")
+    resetting.add_argument("--group", required=True)
+    topics = resetting.add_mutually_exclusive_group(required=True)
+    topics.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]",
+                        help="topic (optionally only some partitions); repeatable")
+    topics.add_argument("--all-topics", action="store_true",
+                        help="every topic the group has committed offsets for")
+    add_scenario_arguments(resetting)
+    mode = resetting.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
+    mode.add_argument("--execute", action="store_true", help="commit the new offsets")
+    resetting.set_defaults(func=lambda a: run_command(PROG, lambda: reset_offsets(a)))
+    deleting = groups_sub.add_parser("delete", help="delete inactive groups and their offsets")
+    deleting.add_argument("--group", required=True, action="append", help="repeatable")
+    deleting.set_defaults(func=lambda a: run_command(PROG, lambda: delete_groups(a)))
+    delete_offsets = groups_sub.add_parser(
+        "delete-offsets", help="delete a group's committed offsets for topics or partitions")
+    delete_offsets.add_argument("--group", required=True)
+    delete_offsets.add_argument("--topic", required=True, action="append",
+                                metavar="TOPIC[:P,P...]", help="repeatable")
+    delete_offsets.set_defaults(func=lambda a: run_command(PROG, lambda: delete_group_offsets(a)))
+    for parser in (listing, describe, resetting, deleting, delete_offsets):
         add_bootstrap_argument(parser)
+
+
+def add_scenario_arguments(parser: argparse.ArgumentParser, default_earliest: bool = False
+                           ) -> None:
+    """Kafka's reset scenarios (exactly one; with ``default_earliest`` none means earliest)."""
+    scenario = parser.add_mutually_exclusive_group(required=not default_earliest)
+    scenario.add_argument("--to-earliest", action="store_true")
+    scenario.add_argument("--to-latest", action="store_true")
+    scenario.add_argument("--to-offset", type=int, metavar="N")
+    scenario.add_argument("--to-datetime", metavar="ISO",
+                          help="e.g. 2024-01-31T10:00:00.000 (UTC unless a zone is given)")
+    scenario.add_argument("--shift-by", type=int, metavar="N", help="+N or -N from the current")
+    scenario.add_argument("--by-duration", metavar="PnDTnHnMnS",
+                          help="the offsets of this long ago, e.g. PT1H")
+
+
+def scenario_from_args(args: argparse.Namespace) -> reset.OffsetSpec:
+    try:
+        if getattr(args, "to_latest", False):
+            return reset.OffsetSpec("latest")
+        if getattr(args, "to_offset", None) is not None:
+            return reset.OffsetSpec("offset", args.to_offset)
+        if getattr(args, "to_datetime", None):
+            return reset.OffsetSpec.parse_datetime(args.to_datetime)
+        if getattr(args, "shift_by", None) is not None:
+            return reset.OffsetSpec("shift", args.shift_by)
+        if getattr(args, "by_duration", None):
+            return reset.OffsetSpec.parse_duration(args.by_duration)
+    except reset.ResetError as exc:
+        raise CliError(str(exc)) from None
+    return reset.OffsetSpec("earliest")
+
+
+def parse_topic_partitions(specs: list[str]) -> dict[str, list[int] | None]:
+    """``TOPIC`` or ``TOPIC:0,2`` -> {topic: partitions or None for all}."""
+    result: dict[str, list[int] | None] = {}
+    for spec in specs:
+        topic, sep, parts = spec.partition(":")
+        if not topic:
+            raise CliError(f"--topic {spec!r}: expected TOPIC or TOPIC:PARTITION[,PARTITION]")
+        if not sep:
+            result[topic] = None
+            continue
+        try:
+            result[topic] = sorted({int(p) for p in parts.split(",") if p.strip()})
+        except ValueError:
+            raise CliError(f"--topic {spec!r}: partitions must be integers") from None
+    return result
+
+
+async def _resolve_partitions(admin: Any, specs: dict[str, list[int] | None]
+                              ) -> list[TopicPartition]:
+    existing = set(await admin.list_topics())
+    missing = sorted(set(specs) - existing)
+    if missing:
+        raise CliError(f"topic(s) not found: {', '.join(missing)}")
+    result = []
+    for tp in await reset.topic_partitions(admin, specs):
+        wanted = specs[tp.topic]
+        if wanted is None or tp.partition in wanted:
+            result.append(tp)
+    for topic, wanted in specs.items():
+        unknown = sorted(set(wanted or ()) - {tp.partition for tp in result if tp.topic == topic})
+        if unknown:
+            raise CliError(f"topic {topic!r} has no partition(s) {unknown}")
+    return result
+
+
+async def reset_offsets(args: argparse.Namespace) -> int:
+    from aiokafka import AIOKafkaConsumer
+
+    group = args.group
+    spec = scenario_from_args(args)
+    async with admin_client(args.bootstrap_servers) as admin:
+        try:
+            await reset.require_inactive(admin, group)
+            current = await reset.committed_offsets(admin, group)
+            if args.all_topics:
+                partitions = sorted(current)
+            else:
+                partitions = await _resolve_partitions(admin, parse_topic_partitions(args.topic))
+            consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers,
+                                        enable_auto_commit=False,
+                                        request_timeout_ms=REQUEST_TIMEOUT_MS)
+            try:
+                await start_client(consumer, args.bootstrap_servers)
+                new = await reset.target_offsets(consumer, partitions, current, spec)
+            finally:
+                await consumer.stop()
+            if args.execute:
+                await reset.commit_offsets(admin, group, new)
+        except reset.ResetError as exc:
+            raise CliError(str(exc)) from None
+    if not args.execute and not args.dry_run:
+        print("WARN: No action will be performed as the --execute option is missing; "
+              "add --dry-run to say so explicitly.", file=sys.stderr)
+    rows = [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
+    rows += [(group, tp.topic, str(tp.partition), str(offset))
+             for tp, offset in sorted(new.items())]
+    _print_table(rows)
+    return 0
+
+
+async def delete_groups(args: argparse.Namespace) -> int:
+    async with admin_client(args.bootstrap_servers) as admin:
+        for group in args.group:
+            try:
+                state, members = await reset.group_state(admin, group)
+                if state == "Dead":
+                    raise CliError(f"consumer group {group!r} does not exist")
+                if members:
+                    raise CliError(f"consumer group {group!r} is not empty: it has {members} "
+                                   "active member(s)")
+                await reset.delete_group(admin, group)
+            except reset.ResetError as exc:
+                raise CliError(str(exc)) from None
+    names = ", ".join(f"'{g}'" for g in args.group)
+    print(f"Deletion of requested consumer groups ({names}) was successful.")
+    return 0
+
+
+async def delete_group_offsets(args: argparse.Namespace) -> int:
+    group = args.group
+    async with admin_client(args.bootstrap_servers) as admin:
+        try:
+            state, _ = await reset.group_state(admin, group)
+            if state == "Dead":
+                raise CliError(f"consumer group {group!r} does not exist")
+            partitions = await _resolve_partitions(admin, parse_topic_partitions(args.topic))
+            results = await reset.delete_offsets(admin, group, partitions)
+        except reset.ResetError as exc:
+            raise CliError(str(exc)) from None
+    failed = {tp: code for tp, code in results.items() if code}
+    rows = [("TOPIC", "PARTITION", "STATUS")]
+    rows += [(tp.topic, str(tp.partition),
+              "Error: " + error_message(code) if code else "Successful")
+             for tp, code in sorted(results.items())]
+    if failed:
+        print(f"Request failed for deleting offsets of group {group!r}", file=sys.stderr)
+    else:
+        print(f"Request succeed for deleting offsets from group {group}.")
+    _print_table(rows)
+    return 1 if failed else 0
 
 
 async def list_groups(args: argparse.Namespace) -> int:

@@ -5,7 +5,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import broker_cmd, connect_cmd, consume_cmd, groups_cmd, produce_cmd, run_cmd, topics_cmd
+from . import (
+    app_cmd,
+    broker_cmd,
+    connect_cmd,
+    consume_cmd,
+    groups_cmd,
+    produce_cmd,
+    run_cmd,
+    topics_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -18,6 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     groups_cmd.add_parser(sub)
     run_cmd.add_parser(sub)
     connect_cmd.add_parser(sub)
+    app_cmd.add_parser(sub)
     from . import registry_cmd  # noqa: I001 - kept apart to keep this edit small
 
     registry_cmd.add_parser(sub)

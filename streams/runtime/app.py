@@ -216,6 +216,20 @@ class KafkaStreams:
         thread.join(timeout)
         return not thread.is_alive()
 
+    def clean_up(self) -> None:
+        """Delete this instance's local state for the application id (every task directory
+        and checkpoint under ``state.dir/application.id``), as Kafka's ``cleanUp()``: only
+        before ``start()`` or after ``close()``. The next start restores from the changelogs
+        (or, after an application reset, recomputes from the input)."""
+        if self._state not in (State.CREATED, State.NOT_RUNNING, State.ERROR):
+            raise IllegalStateError(f"cannot clean up while the instance is {self._state.value}; "
+                                    "call close() first")
+        thread = self._thread
+        if thread is not None and thread.is_alive():
+            raise IllegalStateError("cannot clean up: the stream thread is still stopping")
+        from .reset import clean_local_state
+        clean_local_state(self.config.app_state_dir)
+
     # -- interactive queries ------------------------------------------------------------------
 
     def store(self, name: str) -> ReadOnlyStoreView:
