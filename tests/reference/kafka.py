@@ -114,18 +114,24 @@ def _cluster_id() -> str:
 
 
 def server_properties(port: int, controller_port: int, data_dir: Path,
-                      extra: dict[str, str] | None = None) -> str:
-    """The node's server.properties; ``extra`` adds or replaces keys (e.g. a SASL_SSL listener
-    next to the PLAINTEXT one the readiness probe uses)."""
+                      extra: dict[str, str] | None = None,
+                      listeners: dict[str, int] | None = None) -> str:
+    """The node's server.properties; ``listeners`` adds listeners named after their security
+    protocol next to the PLAINTEXT one the readiness probe uses ({"SASL_SSL": 9093}), and
+    ``extra`` adds or replaces keys."""
+    more = listeners or {}
+    names = "".join(f",{name}://127.0.0.1:{p}" for name, p in more.items())
+    protocols = "".join(f",{name}:{name}" for name in more)
     props: dict[str, object] = {
         "process.roles": "broker,controller",
         "node.id": NODE_ID,
         "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
-        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}",
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
+                     + names,
+        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}" + names,
         "controller.listener.names": "CONTROLLER",
         "inter.broker.listener.name": "PLAINTEXT",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT" + protocols,
         "log.dirs": data_dir / "logs",
         "auto.create.topics.enable": "true",
         "num.partitions": 1,
@@ -179,11 +185,13 @@ class KafkaNode:
     """One combined broker+controller KRaft node in a child JVM."""
 
     def __init__(self, port: int, data_dir: Path, extra: dict[str, str] | None = None,
-                 format_args: list[str] | None = None) -> None:
+                 format_args: list[str] | None = None,
+                 listeners: dict[str, int] | None = None) -> None:
         self.port = port
         self.data_dir = Path(data_dir).resolve()
         self.extra = dict(extra or {})  # server properties added to or replacing the defaults
         self.format_args = list(format_args or [])  # e.g. --add-scram for SCRAM users
+        self.listeners = dict(listeners or {})  # extra listeners: {"SASL_SSL": port}
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -204,7 +212,7 @@ class KafkaNode:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         props = self.data_dir / "server.properties"
         props.write_text(server_properties(self.port, _free_port(), self.data_dir,
-                                           self.extra))
+                                           self.extra, self.listeners))
         (self.data_dir / "log4j2.properties").write_text(log4j_properties(self.log_file))
         if not (self.data_dir / "logs" / "meta.properties").exists():
             cmd = self._java_cmd("kafka.tools.StorageTool", "format", "--config", str(props),

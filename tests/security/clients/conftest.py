@@ -1,0 +1,107 @@
+"""A secured Apache Kafka 4.4.0 for the client-side security tests (one JVM per session).
+
+Listeners: PLAINTEXT (the test's own admin door: ``User:ANONYMOUS`` is a super user there) and
+SASL_SSL with PLAIN and SCRAM-SHA-256/512, a PEM server certificate from tests/security/certs.py,
+and the StandardAuthorizer with ``allow.everyone.if.no.acl.found=false``, so a principal can do
+only what its ACLs allow. Users: ``admin`` (super user), ``app`` and ``worker`` (restricted).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from helpers import free_port, reference_unavailable
+
+from security.certs import Pki, make_pki
+
+PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
+SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
+PASSWORDS = {"admin": "admin-pw-5e5e", "app": "app-pw-7f7f", "worker": "worker-pw-9a9a"}
+
+
+@dataclass
+class SecureKafka:
+    plaintext: str  # bootstrap of the PLAINTEXT listener (ANONYMOUS, a super user)
+    sasl_ssl: str  # bootstrap of the SASL_SSL listener
+    pki: Pki
+
+    def client_props(self, user: str, mechanism: str = "SCRAM-SHA-512",
+                     password: str | None = None) -> dict[str, str]:
+        """Kafka client properties for ``user`` on the SASL_SSL listener."""
+        module = PLAIN if mechanism == "PLAIN" else SCRAM
+        secret = PASSWORDS[user] if password is None else password
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f'{module} required username="{user}" password="{secret}";',
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.pki.truststore),
+        }
+
+    def properties_file(self, path: Path, user: str, mechanism: str = "SCRAM-SHA-512") -> Path:
+        """The same as a .properties file (what --command-config and workers read)."""
+        lines = [f"{k}={v}" for k, v in self.client_props(user, mechanism).items()]
+        path.write_text("\n".join(lines) + "\n")
+        return path
+
+
+def _server_properties(pki: Pki) -> dict[str, str]:
+    plain_users = " ".join(f'user_{u}="{p}"' for u, p in PASSWORDS.items())
+    return {
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_ssl.plain.sasl.jaas.config":
+            f'{PLAIN} required username="admin" password="{PASSWORDS["admin"]}" {plain_users};',
+        "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": f"{SCRAM} required;",
+        "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{SCRAM} required;",
+        "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
+        "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server.keystore),
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS;User:admin",
+        "allow.everyone.if.no.acl.found": "false",
+    }
+
+
+@pytest.fixture(scope="session")
+def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    reason = reference_unavailable()
+    if reason:
+        pytest.skip(reason)
+    from reference import kafka
+
+    base = tmp_path_factory.mktemp("secure-kafka")
+    pki = make_pki(base / "pki")
+    sasl_port = free_port()
+    scram = [arg for user, pw in PASSWORDS.items() for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+             for arg in ("--add-scram", f"{mech}=[name={user},password={pw}]")]
+    node = kafka.KafkaNode(free_port(), base / "data", extra=_server_properties(pki),
+                           format_args=scram, listeners={"SASL_SSL": sasl_port})
+    node.start()
+    try:
+        yield SecureKafka(node.bootstrap, f"127.0.0.1:{sasl_port}", pki)
+    finally:
+        node.stop()
+        shutil.rmtree(base / "pki", ignore_errors=True)
+
+
+def create_acls(bootstrap: str, acls: list[tuple[str, str, str, str, str]]) -> None:
+    """(resource type, name, pattern, principal, operation) ALLOW entries, through the
+    PLAINTEXT listener with confluent-kafka's admin client."""
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        ResourcePatternType,
+        ResourceType,
+    )
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    bindings = [AclBinding(ResourceType[rtype], name, ResourcePatternType[pattern], principal,
+                           "*", AclOperation[op], AclPermissionType.ALLOW)
+                for rtype, name, pattern, principal, op in acls]
+    for future in admin.create_acls(bindings, request_timeout=30).values():
+        future.result(timeout=30)
