@@ -284,6 +284,16 @@ class RunningBroker:
     bootstrap: str
     proc: subprocess.Popen[bytes]
     log_path: Path
+    cpu_pid: int = 0  # the process whose CPU is the broker's (Kafka: the JVM, not its launcher)
+    topic_config: dict[str, str] = field(default_factory=dict)  # set on every topic it gets
+    topic_suffix: str = ""  # two entries on one Kafka node keep their topics apart
+    acks_all_only: bool = False  # runs only the acks=all produce loads
+
+    def __post_init__(self) -> None:
+        self.cpu_pid = self.cpu_pid or self.proc.pid
+
+    def runs(self, load: Load) -> bool:
+        return not self.acks_all_only or (load.kind == "produce" and load.acks == "all")
 
 
 def wait_ready(broker: RunningBroker, timeout: float = 30.0) -> None:
@@ -334,6 +344,62 @@ def start_tansu(procs: Processes, binary: str, log_dir: Path, cpus: set[int] | N
     return broker
 
 
+KAFKA_NODE = Path(__file__).resolve().parent / "kafka_node.py"
+
+
+def kafka_unavailable() -> str | None:
+    """None when Apache Kafka can run here (its jars prepared, once), else the reason."""
+    if shutil.which("java") is None or shutil.which("mvn") is None:
+        return f"{'java' if shutil.which('java') is None else 'mvn'} is not on PATH"
+    from kafka_node import load_kafka_py
+
+    kafka = load_kafka_py()
+    if not kafka.prepared():
+        print("  preparing Apache Kafka's jars (tests/reference/kafka.py prepare) ...",
+              flush=True)
+        try:
+            kafka.prepare()
+        except kafka.PrepareError as exc:
+            return str(exc)
+    return None
+
+
+def _jvm_child(pid: int, timeout: float = 60.0) -> int:
+    """The pid of the JVM that ``kafka.py start`` (pid) runs, from /proc's children lists."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            kids = []
+        for kid in kids:
+            try:
+                cmdline = Path(f"/proc/{kid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"kafka.Kafka" in cmdline:
+                return int(kid)
+        time.sleep(0.1)
+    raise RuntimeError("the Kafka JVM did not show up under kafka.py start")
+
+
+def start_kafka(procs: Processes, work: Path, jvm: str, cpus: set[int] | None
+                ) -> RunningBroker:
+    """Apache Kafka (KRaft, one node) through tests/reference/kafka.py start, its data on the
+    same disk as ours (the work dir). Its default durability: no fsync per write (Kafka's
+    log.flush.interval.messages is Long.MAX_VALUE; the page cache and replication are its
+    durability)."""
+    port = free_port()
+    argv = [sys.executable, str(KAFKA_NODE), "--port", str(port), "--data-dir",
+            str(work / "kafka-data"), "--jvm", jvm]
+    log_path = work / "kafka.log"
+    proc = procs.start(argv, log_path, preexec_fn=_affinity(cpus))
+    broker = RunningBroker("kafka", f"127.0.0.1:{port}", proc, log_path)
+    wait_ready(broker, timeout=180.0)
+    broker.cpu_pid = _jvm_child(proc.pid)
+    return broker
+
+
 def _affinity(cpus: set[int] | None) -> Callable[[], None] | None:
     if not cpus:
         return None
@@ -344,10 +410,11 @@ def _affinity(cpus: set[int] | None) -> Callable[[], None] | None:
     return pin
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int = 1,
+                 config: dict[str, str] | None = None) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics([NewTopic(topic, num_partitions=partitions,
-                                            replication_factor=1)],
+                                            replication_factor=1, config=config or {})],
                                   operation_timeout=10, request_timeout=15)
     try:
         futures[topic].result(20)
@@ -529,7 +596,7 @@ def multi_load(b: RunningBroker, load: Load, topic: str, expected: int, timeout:
     """N client processes at once (broker_multi.py)."""
     total = load.count if load.kind == "produce" else expected
     r = run_clients(load.kind, b.bootstrap, topic, total, load.clients, load.size,
-                    load.acks or "1", timeout, b.proc.pid)
+                    load.acks or "1", timeout, b.cpu_pid)
     return Figure(r["records"], r["seconds"], load.size, r["error"],
                   broker_cpu_s=r["broker_cpu_s"], client_cpu_s=r["client_cpu_s"])
 
@@ -636,7 +703,7 @@ def run_load(args: argparse.Namespace, procs: Processes, work: Path, load: Load,
     """One load against one broker (its topic already exists)."""
     if b.proc.poll() is not None:
         return Figure(0, 0.0, load.size, f"{b.name} exited with {b.proc.returncode}")
-    clock = Clock(b.proc.pid)
+    clock = Clock(b.cpu_pid)
     profile = f"{args.profile}-r{rep_no + 1}" if args.profile and b.name == "ours" else None
     with maybe_profile(procs, profile, b.proc.pid, load, work, args.profile_rate) as written:
         if load.clients:
@@ -674,11 +741,15 @@ def run_round(args: argparse.Namespace, procs: Processes, work: Path, loads: lis
     topics = sorted(partitions)
     for _name, b in order:
         for topic in topics:
-            create_topic(b.bootstrap, topic, partitions[topic])
+            if any(b.runs(ld) for ld in loads if f"{ld.topic}-r{rep_no + 1}" == topic):
+                create_topic(b.bootstrap, topic + b.topic_suffix, partitions[topic],
+                             b.topic_config)
     for load, result in zip(loads, results, strict=True):
-        topic = f"{load.topic}-r{rep_no + 1}"
         for name, b in order:
-            print(f"  {load.name:<25} {name:<5} ...", end=" ", flush=True)
+            if not b.runs(load):
+                continue
+            topic = f"{load.topic}-r{rep_no + 1}{b.topic_suffix}"
+            print(f"  {load.name:<25} {name:<11} ...", end=" ", flush=True)
             fig = run_load(args, procs, work, load, topic, b, produced, rep_no)
             result.runs.setdefault(name, []).append(fig)
             if fig.error:
@@ -693,7 +764,9 @@ def run_round(args: argparse.Namespace, procs: Processes, work: Path, loads: lis
                 print_profile(fig.profile["path"], fig.profile)
     # Drop this round's topics so that tansu's memory and our disk stay bounded.
     for _name, b in order:
-        delete_topics(b.bootstrap, topics)
+        mine = [t + b.topic_suffix for t in topics
+                if any(b.runs(ld) for ld in loads if f"{ld.topic}-r{rep_no + 1}" == t)]
+        delete_topics(b.bootstrap, mine)
     return failed
 
 
@@ -772,6 +845,63 @@ def render(machine: dict[str, float], results: list[LoadResult]) -> tuple[str, l
     return "\n".join(lines), checks
 
 
+def _ok(f: Figure | None) -> Figure | None:
+    return f if f is not None and not f.error else None
+
+
+def kafka_comparison(r: LoadResult) -> dict[str, float | None]:
+    """ours against Apache Kafka for one load: at the same durability (acks=all produce
+    against kafka-fsync, where both fsync before answering; everything else against Kafka's
+    default, where neither does) and against Kafka's default (for acks=all: ours fsynced,
+    Kafka not, the comparison least flattering to us)."""
+    ours, kafka, fsync = (_ok(r.figures.get(k)) for k in ("ours", "kafka", "kafka-fsync"))
+    same = fsync if r.kind == "produce" and r.acks == "all" else kafka
+
+    def cpu_per_record(a: Figure | None, b: Figure | None) -> float | None:
+        if a is None or b is None or not a.records or not b.records:
+            return None
+        return ratio(a.broker_cpu_s / a.records, b.broker_cpu_s / b.records)
+
+    return {
+        "same": ratio(ours.records_per_s, same.records_per_s) if ours and same else None,
+        "default": ratio(ours.records_per_s, kafka.records_per_s) if ours and kafka else None,
+        "cpu_same": cpu_per_record(ours, same),
+    }
+
+
+def render_kafka(results: list[LoadResult], jvm: str) -> str:
+    """The Apache Kafka table: its figures and ours relative to them."""
+    header = (f"{'load':<25} {'kafka rec/s':>11} {'MB/s':>6} {'cpu%':>4} "
+              f"{'kafka-fsync rec/s':>17} {'cpu%':>4} {'ours/kafka same-dur':>19} "
+              f"{'ours/kafka default':>18} {'cpu/rec o:k':>11}")
+    lines = [header, "-" * len(header)]
+    for r in results:
+        kafka, fsync = r.figures.get("kafka"), r.figures.get("kafka-fsync")
+        c = kafka_comparison(r)
+        lines.append(
+            f"{r.name:<25} {_cell(kafka, lambda f: f.records_per_s, ',.0f', 11)} "
+            f"{_cell(kafka, lambda f: f.mb_per_s, '.1f', 6)} "
+            f"{_cell(kafka, lambda f: f.broker_cpu_pct, '.0f', 4)} "
+            f"{_cell(fsync, lambda f: f.records_per_s, ',.0f', 17)} "
+            f"{_cell(fsync, lambda f: f.broker_cpu_pct, '.0f', 4)} "
+            f"{fmt_ratio(c['same']):>19} {fmt_ratio(c['default']):>18} "
+            f"{fmt_ratio(c['cpu_same']):>11}")
+    lines += [
+        "",
+        f"Apache Kafka: one KRaft node (tests/reference/kafka.py start, {jvm} JVM options), "
+        "data on the same disk as ours, same clients and loads.",
+        "durability: ours fsyncs (fdatasync, group commit) before answering acks=all, not "
+        "acks=1; kafka (its default) never fsyncs per write; kafka-fsync is the same node with "
+        "flush.messages=1 topics (an fsync after every append, any acks), run on the acks=all "
+        "produce loads only; tansu (memory storage) never writes to disk.",
+        "ours/kafka same-dur: acks=all produce against kafka-fsync, every other load against "
+        "kafka (neither fsyncs); ours/kafka default: against kafka on every load (for acks=all "
+        "the least flattering to us: ours fsyncs, Kafka does not); cpu/rec o:k: broker CPU per "
+        "record, ours over Kafka at the same durability (the JVM's CPU).",
+    ]
+    return "\n".join(lines)
+
+
 # ------------------------------------------------------------------------------------------------
 # main
 
@@ -799,8 +929,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--produce-api", choices=("batch", "produce"), default="batch",
                    help="client call: produce_batch() of 10k records (default) or produce() "
                         "per record")
-    p.add_argument("--brokers", default="ours,tansu",
-                   help="comma list of brokers to run: ours, tansu (default both)")
+    p.add_argument("--brokers", default="ours,tansu,kafka,kafka-fsync",
+                   help="comma list of brokers to run: ours, tansu, kafka (Apache Kafka, its "
+                        "default durability: no fsync per write), kafka-fsync (the same node, "
+                        "topics with flush.messages=1: an fsync per append, as ours does for "
+                        "acks=all; runs the acks=all produce loads only) (default: all four; "
+                        "without java/mvn the Kafka columns are skipped)")
+    p.add_argument("--kafka-jvm", choices=("server", "reference"), default="server",
+                   help="Apache Kafka's JVM options: kafka-server-start.sh's defaults "
+                        "(server: 1 GB heap, G1, full JIT) or tests/reference/kafka.py's "
+                        "(reference: 512 MB, serial GC, C1 only)")
     p.add_argument("--only", help="comma list of substrings; run only loads whose name matches "
                                   "(fetch loads also run the acks=1 produce they read)")
     p.add_argument("--broker-env", action="append", default=[], metavar="KEY=VALUE",
@@ -836,9 +974,17 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, raise_on_sigterm)
     signal.signal(signal.SIGINT, signal.default_int_handler)  # even if started with INT ignored
     brokers = [b.strip() for b in args.brokers.split(",") if b.strip()]
-    unknown = set(brokers) - {"ours", "tansu"}
+    unknown = set(brokers) - {"ours", "tansu", "kafka", "kafka-fsync"}
     if unknown:
-        sys.exit(f"broker_perf: unknown broker(s) {sorted(unknown)}; allowed: ours, tansu")
+        sys.exit(f"broker_perf: unknown broker(s) {sorted(unknown)}; allowed: ours, tansu, "
+                 "kafka, kafka-fsync")
+    if {"kafka", "kafka-fsync"} & set(brokers):
+        why = kafka_unavailable()
+        if why is not None:
+            print(f"broker_perf: skipping the Apache Kafka columns: {why}", flush=True)
+            brokers = [b for b in brokers if not b.startswith("kafka")]
+            if not brokers:
+                sys.exit("broker_perf: no broker left to run")
     tansu_bin = find_tansu(args.tansu) if "tansu" in brokers else ""
     bad_env = [kv for kv in args.broker_env if "=" not in kv or kv.startswith("=")]
     if bad_env:
@@ -886,6 +1032,19 @@ def main(argv: list[str] | None = None) -> int:
             running["tansu"] = start_tansu(procs, tansu_bin, work, broker_cpus)
             print(f"  tansu on {running['tansu'].bootstrap} (memory storage, "
                   f"pid {running['tansu'].proc.pid})", flush=True)
+        if {"kafka", "kafka-fsync"} & set(brokers):
+            node = start_kafka(procs, work, args.kafka_jvm, broker_cpus)
+            print(f"  kafka on {node.bootstrap} (Apache Kafka, KRaft, data in "
+                  f"{work / 'kafka-data'}, JVM pid {node.cpu_pid}, {args.kafka_jvm} JVM "
+                  f"options)", flush=True)
+            if "kafka" in brokers:
+                running["kafka"] = node
+            if "kafka-fsync" in brokers:
+                # flush.messages=1: UnifiedLog flushes (fsync) after every append, before
+                # the Produce answer; the topic-level form of log.flush.interval.messages.
+                running["kafka-fsync"] = RunningBroker(
+                    "kafka-fsync", node.bootstrap, node.proc, node.log_path, node.cpu_pid,
+                    {"flush.messages": "1"}, "-fsync", acks_all_only=True)
         results = [LoadResult(ld.name, ld.kind, ld.acks, ld.size) for ld in loads]
         for rep_no in range(args.repeat):
             # Alternate which broker goes first so that neither always runs on a warmer machine.
@@ -903,6 +1062,9 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
         print(table)
+        if any(k.startswith("kafka") for k in running):
+            print()
+            print(render_kafka(results, args.kafka_jvm))
         if args.json:
             summary = {
                 "command": sys.argv,
@@ -921,16 +1083,25 @@ def main(argv: list[str] | None = None) -> int:
                            "runs": {k: [f.as_dict() for f in v] for k, v in r.runs.items()}}
                           for r in results],
                 "targets": checks,
+                "kafka_jvm": args.kafka_jvm if any(k.startswith("kafka") for k in running)
+                else None,
+                "ours_vs_kafka": {r.name: kafka_comparison(r) for r in results},
             }
             Path(args.json).write_text(json.dumps(summary, indent=2) + "\n")
             print(f"JSON summary written to {args.json}")
+        stopped: set[int] = set()
         for name, b in running.items():
-            code = procs.stop(b.proc)
+            if b.proc.pid in stopped:
+                continue
+            stopped.add(b.proc.pid)
+            code = procs.stop(b.proc, timeout=60.0)
             if code not in (0, -signal.SIGTERM):
                 print(f"warning: {name} exited with {code}")
                 failed = True
         if failed:
             for name, b in running.items():
+                if name == "kafka-fsync":
+                    continue
                 tail = b.log_path.read_text(errors="replace").splitlines()[-20:]
                 print(f"--- last lines of the {name} log ---", *tail, sep="\n")
     except KeyboardInterrupt:

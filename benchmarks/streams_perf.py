@@ -78,9 +78,13 @@ APPS = Path(apps.__file__).resolve()
 QUIX_VERSION = "3.28.1"
 WORKLOADS = ("filter_map", "count", "window_count", "join")
 VARIANTS = ("ours-alos", "ours-eos", "ours-alos-nocache", "ours-eos-nocache", "hand", "quix",
-            "faust")
+            "faust", "ks-alos", "ks-eos", "ks-alos-nocache", "ks-eos-nocache")
 HEADS = {"ours-alos": "alos", "ours-eos": "eos", "ours-alos-nocache": "alos-nc",
-         "ours-eos-nocache": "eos-nc"}  # table column headings
+         "ours-eos-nocache": "eos-nc", "ks-alos-nocache": "ks-alos-nc",
+         "ks-eos-nocache": "ks-eos-nc"}  # table column headings
+KSTREAMS = Path(__file__).resolve().parent / "kstreams"  # the Maven module of the ks rows
+KSTREAMS_BUILD = REPO_ROOT / ".bench" / "kstreams"  # git-ignored: classes and jars
+KSTREAMS_MAIN = "streamsperf.StreamsPerfApp"
 TARGETS = {"ours/hand time": 1.5, "ours/quix rec/s": 1.5, "ours/faust rec/s": 3.0,
            "eos/alos time": 1.15}
 REGIONS = ("eu-west", "eu-north", "us-east", "us-west", "ap-south", "sa-east")
@@ -222,10 +226,11 @@ class Checker(threading.Thread):
 
     def decode(self, key: bytes, value: bytes) -> tuple[Any, int]:
         if self.workload == "count":
-            if self.variant.startswith("ours") or self.variant == "hand":
+            if self.variant.startswith(("ours", "ks")) or self.variant == "hand":
                 return key.decode(), int.from_bytes(value, "big", signed=True)
             return key.decode(), int(json.loads(value))
-        if self.variant.startswith("ours"):  # Serdes.windowed: key bytes + 8-byte window start
+        if self.variant.startswith(("ours", "ks")):
+            # Serdes.windowed / Kafka's TimeWindowedSerializer: key bytes + 8-byte window start
             return (key[:-8].decode(), int.from_bytes(key[-8:], "big")), \
                 int.from_bytes(value, "big", signed=True)
         v = json.loads(value)
@@ -349,8 +354,12 @@ def median_row(runs: list[Row]) -> Row:
 
 
 def child_argv(args: argparse.Namespace, variant: str) -> list[str]:
+    """The child's command up to the workload: a Python child names its framework first."""
+    if variant.startswith("ks"):
+        cp = f"{KSTREAMS_BUILD / 'target' / 'classes'}{os.pathsep}{KSTREAMS_BUILD / 'lib'}/*"
+        return [args.java, *args.ks_jvm_opts, "-cp", cp, KSTREAMS_MAIN]
     python = args.quix_python if variant == "quix" else sys.executable
-    return [python, str(APPS)]
+    return [python, str(APPS), variant.split("-")[0]]
 
 
 def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: str,
@@ -362,7 +371,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
     app_id, out = f"perf-{tag}", f"out-{tag}"
     create_topics(bootstrap, {out: data.partitions})
     framework = variant.split("-")[0]
-    guarantee = "exactly_once_v2" if variant.startswith("ours-eos") else "at_least_once"
+    guarantee = "exactly_once_v2" if "-eos" in variant else "at_least_once"
     if framework == "faust" and workload == "join":
         changelog = f"{app_id}-users-changelog"
         create_topics(bootstrap, {changelog: data.partitions}, compacted=True)
@@ -374,7 +383,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
     log_path = work / f"{tag}.log"
     tree = args.ours_tree if framework == "ours" and args.ours_tree else str(REPO_ROOT)
     env = dict(os.environ, PYTHONPATH=tree, PYTHONUNBUFFERED="1")
-    argv = [*child_argv(args, variant), framework, workload, "--bootstrap", bootstrap,
+    argv = [*child_argv(args, variant), workload, "--bootstrap", bootstrap,
             "--app-id", app_id, "--out", out, "--state-dir", str(state_dir), "--guarantee",
             guarantee, "--partitions", str(data.partitions)]
     if variant.endswith("-nocache"):
@@ -424,7 +433,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
         checker.stopping.set()
         checker.join(10)
         code = procs.stop(proc, signal.SIGTERM, 30)
-        if row.error is None and code not in (0, -signal.SIGTERM, None):
+        if row.error is None and code not in (0, -signal.SIGTERM, 128 + signal.SIGTERM, None):
             row.error = _failure(log_path, proc, f"exited with {code} on SIGTERM")
     return row
 
@@ -513,7 +522,8 @@ def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, An
         r = rows.get((workload, v))
         return r if r is not None and not r.error else None
 
-    alos, eos, alos_nc, eos_nc, hand, quix, faust = (get(v) for v in VARIANTS)
+    alos, eos, alos_nc, eos_nc, hand, quix, faust = (get(v) for v in VARIANTS[:7])
+    ks_alos, ks_eos, ks_alos_nc, ks_eos_nc = (get(v) for v in VARIANTS[7:])
 
     def time_ratio(a: Row | None, b: Row | None) -> float | None:
         return a.seconds / b.seconds if a and b else None
@@ -540,6 +550,15 @@ def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, An
         # machine's other load (a row's time may be bound by the broker or the checker).
         ("nocache/hand app cpu", None, cpu_ratio(alos_nc, hand), True),
         ("ours/quix app cpu", None, cpu_ratio(alos, quix), True),
+        # Kafka Streams (JVM), no targets: each guarantee and cache setting against the same.
+        # Cached ALOS rows are not like for like on (b)/(c): Kafka Streams flushes its cache
+        # only on a commit (every 30 s under at_least_once), ours also when caught up.
+        ("ours/ks rec/s", None, rate_ratio(alos, ks_alos), False),
+        ("eos/ks-eos rec/s", None, rate_ratio(eos, ks_eos), False),
+        ("nocache/ks-nocache rec/s", None, rate_ratio(alos_nc, ks_alos_nc), False),
+        ("eos-nc/ks-eos-nc rec/s", None, rate_ratio(eos_nc, ks_eos_nc), False),
+        ("nocache/ks-nc app cpu", None, cpu_ratio(alos_nc, ks_alos_nc), True),
+        ("eos-nc/ks-eos-nc cpu", None, cpu_ratio(eos_nc, ks_eos_nc), True),
     ):
         target = TARGETS.get(target_name or "")
         if target is None:
@@ -557,21 +576,21 @@ def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, An
 
 def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int,
            rounds: int = 1) -> tuple[str, list]:
-    head = f"{'workload':<13}" + "".join(f"{HEADS.get(v, v):>10}" for v in VARIANTS)
+    head = f"{'workload':<13}" + "".join(f"{HEADS.get(v, v):>11}" for v in VARIANTS)
     what = f"medians of {rounds} rounds" if rounds > 1 else "one round"
     lines = [f"records/s ({n:,} input records, {what}; below: output records, and app cpu% / "
              "broker cpu%; alos-nc/eos-nc: statestore.cache.max.bytes=0)", head,
              "-" * len(head)]
     for w in workloads:
-        lines.append(f"{w:<13}" + "".join(f"{fmt_row(rows.get((w, v))):>10}" for v in VARIANTS))
+        lines.append(f"{w:<13}" + "".join(f"{fmt_row(rows.get((w, v))):>11}" for v in VARIANTS))
         outs, cpu = [], []
         for v in VARIANTS:
             r = rows.get((w, v))
             ok = r is not None and not r.error and r.seconds > 0
-            outs.append(f"{r.outputs:>10,}" if ok and r is not None else f"{'':>10}")
+            outs.append(f"{r.outputs:>11,}" if ok and r is not None else f"{'':>11}")
             cpu.append(f"{100 * r.app_cpu_s / r.seconds:.0f}/{100 * r.broker_cpu_s / r.seconds:.0f}"
                        if ok and r is not None else "")
-            cpu[-1] = f"{cpu[-1]:>10}"
+            cpu[-1] = f"{cpu[-1]:>11}"
         lines.append(f"{'  outputs':<13}" + "".join(outs))
         lines.append(f"{'  cpu%':<13}" + "".join(cpu))
     checks: list[dict[str, Any]] = []
@@ -584,7 +603,7 @@ def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int,
         shown = "-" if c["value"] is None else f"{c['value']:.2f}x"
         op = "<=" if c["lower_is_better"] else ">="
         target = "(no target)" if c["target"] is None else f"(target {op} {c['target']:.2f}x)"
-        lines.append(f"  {c['workload']:<13} {c['ratio']:<21} {shown:>7}  {target}  "
+        lines.append(f"  {c['workload']:<13} {c['ratio']:<24} {shown:>7}  {target}  "
                      f"{c['verdict']}")
     failed = [r for r in rows.values() if r.error]
     if failed:
@@ -611,6 +630,36 @@ def ensure_quix(args: argparse.Namespace) -> str:
     return str(python)
 
 
+def kstreams_version() -> str:
+    text = (KSTREAMS / "pom.xml").read_text()
+    return text.split("<kafka.version>", 1)[1].split("</kafka.version>", 1)[0].strip()
+
+
+def ensure_kstreams(args: argparse.Namespace) -> str | None:
+    """Build the Kafka Streams apps (Maven, into .bench/kstreams/) when missing or older than
+    their sources; None when they can run, else the one-line reason to skip them."""
+    java, mvn = shutil.which("java"), shutil.which("mvn")
+    if java is None or mvn is None:
+        return f"{'java' if java is None else 'mvn'} is not on PATH"
+    args.java = java
+    sources = [KSTREAMS / "pom.xml", *sorted((KSTREAMS / "src").rglob("*.*"))]
+    stamp = KSTREAMS_BUILD / ".built"
+    newest = max(p.stat().st_mtime for p in sources)
+    if stamp.exists() and stamp.stat().st_mtime >= newest:
+        return None
+    print(f"  building the Kafka Streams apps ({KSTREAMS} -> {KSTREAMS_BUILD}) ...", flush=True)
+    cmd = [mvn, "-B", "-q", "-f", str(KSTREAMS / "pom.xml"),
+           f"-Dmaven.repo.local={REPO_ROOT / '.bench' / 'm2'}",
+           f"-Dbench.build={KSTREAMS_BUILD}", "compile", "dependency:copy-dependencies",
+           "-DincludeScope=runtime", f"-DoutputDirectory={KSTREAMS_BUILD / 'lib'}"]
+    result = subprocess.run(cmd, capture_output=True, text=True, timeout=1200)
+    if result.returncode != 0:
+        tail = (result.stdout + result.stderr).strip().splitlines()[-5:]
+        return "mvn failed: " + " | ".join(tail)
+    stamp.touch()
+    return None
+
+
 def versions_of(args: argparse.Namespace, variants: list[str]) -> dict[str, str]:
     import aiokafka
 
@@ -626,6 +675,11 @@ def versions_of(args: argparse.Namespace, variants: list[str]) -> dict[str, str]
         q = out.stdout.split()
         v["quix"] = f"quixstreams {q[0]} (confluent-kafka {q[1]})" if len(q) == 2 else \
             f"quixstreams not importable: {out.stderr.strip()[-200:]}"
+    if "ks" in variants:
+        out = subprocess.run([args.java, "-version"], capture_output=True, text=True)
+        jvm = (out.stderr.splitlines() or ["java ?"])[0]
+        opts = " ".join(args.ks_jvm_opts) or "default JVM options"
+        v["ks"] = f"Kafka Streams {kstreams_version()} ({jvm}; {opts})"
     if "faust" in variants:
         try:
             import faust
@@ -666,6 +720,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "on the same broker")
     p.add_argument("--ours-config", action="append", metavar="KEY=VALUE",
                    help="an extra config entry for our apps (repeatable), e.g. poll.ms=10")
+    p.add_argument("--ks-jvm-opt", action="append", dest="ks_jvm_opts", default=[],
+                   metavar="OPT", help="a JVM option for the Kafka Streams apps (repeatable; "
+                                       "default: none, the JVM's own defaults)")
     args = p.parse_args(argv)
     args.records = args.records or (20_000 if args.quick else 200_000)
     return args
@@ -692,6 +749,13 @@ def main(argv: list[str] | None = None) -> int:
     todo = selected(args)
     if not todo:
         sys.exit("streams_perf: --only/--all-of matched no row")
+    if any(v.startswith("ks") for _w, v in todo):
+        why = ensure_kstreams(args)
+        if why is not None:
+            print(f"streams_perf: skipping the Kafka Streams (JVM) rows: {why}", flush=True)
+            todo = [(w, v) for w, v in todo if not v.startswith("ks")]
+            if not todo:
+                sys.exit("streams_perf: nothing left to run")
     variants = sorted({v.split("-")[0] for _w, v in todo})
     if "quix" in variants:
         args.quix_python = ensure_quix(args)
