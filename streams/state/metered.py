@@ -16,8 +16,12 @@ _clock = time.perf_counter
 
 # Kafka's state-store operations that get a latency sensor (MeteredKeyValueStore,
 # MeteredWindowStore, MeteredSessionStore); the ones a store kind lacks are never called.
-TIMED = ("put", "get", "delete", "put_if_absent", "put_all", "fetch", "range", "all",
-         "flush", "restore", "remove")
+# Method -> the operation it counts as (reads with the timestamp are gets, as in Kafka's
+# MeteredTimestampedKeyValueStore).
+TIMED = {"put": "put", "get": "get", "get_with_timestamp": "get", "delete": "delete",
+         "put_if_absent": "put_if_absent", "put_all": "put_all", "fetch": "fetch",
+         "range": "range", "all": "all", "flush": "flush", "restore": "restore",
+         "remove": "remove"}
 
 
 class OpStats:
@@ -38,9 +42,12 @@ class MeteredStore:
         object.__setattr__(self, "_inner", inner)
         object.__setattr__(self, "store_name", store_name)
         object.__setattr__(self, "task_id", task_id)
-        object.__setattr__(self, "stats", {op: OpStats() for op in TIMED if hasattr(inner, op)})
-        for op, stats in self.stats.items():
-            object.__setattr__(self, op, _timed(getattr(inner, op), stats))
+        stats: dict[str, OpStats] = {}
+        for method, op in TIMED.items():
+            if hasattr(inner, method):
+                op_stats = stats.setdefault(op, OpStats())
+                object.__setattr__(self, method, _timed(getattr(inner, method), op_stats))
+        object.__setattr__(self, "stats", stats)
 
     @property
     def wrapped(self) -> Any:
