@@ -22,6 +22,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--processes", type=int, default=1,
                      help="worker processes to start in the same group (default 1)")
     run.add_argument("--state-dir", help="overrides state.dir")
+    run.add_argument("--metrics-listener", metavar="http://HOST:PORT",
+                     help="serve Prometheus /metrics and /health there (metrics.listener)")
     run.set_defaults(func=run_run)
     describe = sub.add_parser("describe", help="print an application's topology")
     describe.add_argument("app")
@@ -50,6 +52,8 @@ def _config(args: argparse.Namespace, module_config: dict[str, Any], name: str) 
         config["state.dir"] = args.state_dir
     if args.bootstrap_servers:
         config["bootstrap.servers"] = args.bootstrap_servers
+    if getattr(args, "metrics_listener", None):
+        config["metrics.listener"] = args.metrics_listener
     return config
 
 
@@ -71,6 +75,11 @@ def run_run(args: argparse.Namespace) -> int:
         config = StreamsConfig.from_mapping(raw)
     except (AppLoadError, ConfigError, OSError) as exc:
         print(f"streams run: {exc}", file=sys.stderr)
+        return 2
+    if args.processes > 1 and config.metrics_listener:
+        print("streams run: metrics.listener serves one process; with --processes N give "
+              "each worker its own (streams run APP --metrics-listener ... per process)",
+              file=sys.stderr)
         return 2
     broker = None
     if "bootstrap.servers" not in raw and "bootstrap_servers" not in raw:
