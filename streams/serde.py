@@ -264,6 +264,29 @@ class Serdes:
         return PydanticSerde(model)
 
     @staticmethod
+    def avro(schema: Any = None, *, registry_url: str | None = None, **kwargs: Any) -> Serde[Any]:
+        """Avro in Confluent's wire format, schemas in a registry (see streams.serde_registry)."""
+        from .serde_registry import AvroSerde
+
+        return AvroSerde(schema, registry_url=registry_url, **kwargs)
+
+    @staticmethod
+    def json_schema(schema: Any = None, *, registry_url: str | None = None,
+                    **kwargs: Any) -> Serde[Any]:
+        """JSON validated by a registered JSON Schema, in Confluent's wire format."""
+        from .serde_registry import JsonSchemaSerde
+
+        return JsonSchemaSerde(schema, registry_url=registry_url, **kwargs)
+
+    @staticmethod
+    def protobuf(message_class: type, *, registry_url: str | None = None,
+                 **kwargs: Any) -> Serde[Any]:
+        """Protobuf messages in Confluent's wire format (with message indexes)."""
+        from .serde_registry import ProtobufSerde
+
+        return ProtobufSerde(message_class, registry_url=registry_url, **kwargs)
+
+    @staticmethod
     def windowed(inner: Serde[Any], window_size: int | None = None) -> Serde[Any]:
         from .windowing import TimeWindowedSerde
 
@@ -286,7 +309,8 @@ def resolve_serde(value: Any) -> Serde[Any] | None:
             short = short.removesuffix(suffix)
         short = short.split("$")[-1]
         factory = getattr(Serdes, short, None)
-        if factory is not None and short not in ("windowed", "pydantic", "session_windowed"):
+        if factory is not None and short not in ("windowed", "pydantic", "session_windowed",
+                                                 "avro", "json_schema", "protobuf"):
             return factory()
         raise SerializationError(
             f"unknown serde {value!r}; use one of string, integer, long, double, bytes, json"

@@ -67,6 +67,8 @@ def _normalize(schema: Any, ns: str, names: dict[str, Any]) -> Any:
         }
         names[full] = node
         if kind in ("record", "error"):
+            if not isinstance(schema.get("fields"), list):
+                raise ValueError(f"record {full} needs a 'fields' list")
             node["fields"] = [
                 {"name": f["name"], "type": _normalize(f["type"], inner_ns, names),
                  "has_default": "default" in f, "aliases": set(f.get("aliases", []))}
