@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import struct
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import BinaryIO
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -19,6 +23,7 @@ from .client import (
     REQUEST_TIMEOUT_MS,
     CliError,
     add_bootstrap_argument,
+    connection_kwargs,
     positive_int,
     run_command,
     start_client,
@@ -42,22 +47,99 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     consume.add_argument("--print-key", action="store_true",
                          help="print KEY<separator>VALUE (null for a missing key)")
     consume.add_argument("--key-separator", default="\t", metavar="SEP",
-                         help="separator printed between key and value (default tab)")
+                         help="separator printed between the fields of a record (default tab)")
+    for what in ("key", "value"):
+        consume.add_argument(f"--{what}-deserializer", choices=sorted(DESERIALIZERS),
+                             default="string", help=f"how to print the {what} (default string)")
+    consume.add_argument("--print-timestamp", action="store_true",
+                         help="print CreateTime:MS (or LogAppendTime:MS) first")
+    consume.add_argument("--print-partition", action="store_true", help="print Partition:N")
+    consume.add_argument("--print-offset", action="store_true", help="print Offset:N")
+    consume.add_argument("--print-headers", action="store_true",
+                         help="print headers as k1:v1,k2:v2 (NO_HEADERS when there are none)")
     add_bootstrap_argument(consume)
     consume.set_defaults(func=lambda a: run_command(PROG, lambda: consume_topic(a)))
 
 
-def render(record: ConsumerRecord, print_key: bool, separator: bytes) -> bytes:
-    value = b"null" if record.value is None else record.value
-    if not print_key:
-        return value + b"\n"
-    key = b"null" if record.key is None else record.key
-    return key + separator + value + b"\n"
+def _fixed(fmt: str, size: int) -> Callable[[bytes], bytes]:
+    def read(data: bytes) -> bytes:
+        if len(data) != size:
+            raise ValueError(f"expected {size} bytes, got {len(data)}")
+        return str(struct.unpack(fmt, data)[0]).encode()
+    return read
+
+
+def _json(data: bytes) -> bytes:
+    return json.dumps(json.loads(data), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+# Kafka's console consumer takes deserializer classes (StringDeserializer, LongDeserializer...);
+# these are their byte formats, which are also our Serdes' (big-endian fixed width).
+DESERIALIZERS: dict[str, Callable[[bytes], bytes]] = {
+    "string": lambda data: data,
+    "bytes": lambda data: data,
+    "integer": _fixed(">i", 4),
+    "long": _fixed(">q", 8),
+    "double": _fixed(">d", 8),
+    "json": _json,
+}
+
+
+@dataclass
+class Format:
+    """What to print of each record (kafka-console-consumer's print.* properties)."""
+
+    print_key: bool = False
+    separator: bytes = b"\t"
+    key: str = "string"
+    value: str = "string"
+    timestamp: bool = False
+    partition: bool = False
+    offset: bool = False
+    headers: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Format:
+        return cls(args.print_key, args.key_separator.encode(),
+                   getattr(args, "key_deserializer", "string"),
+                   getattr(args, "value_deserializer", "string"),
+                   getattr(args, "print_timestamp", False), getattr(args, "print_partition", False),
+                   getattr(args, "print_offset", False), getattr(args, "print_headers", False))
+
+
+def _decode(kind: str, data: bytes | None, record: ConsumerRecord, what: str) -> bytes:
+    if data is None:
+        return b"null"
+    try:
+        return DESERIALIZERS[kind](data)
+    except (ValueError, struct.error) as exc:
+        raise CliError(f"cannot deserialize the {what} of {record.topic}-{record.partition} "
+                       f"offset {record.offset} as {kind}: {exc}") from None
+
+
+def render(record: ConsumerRecord, fmt: Format) -> bytes:
+    """One output line, fields in the order of Kafka's DefaultMessageFormatter."""
+    fields = []
+    if fmt.timestamp:
+        kind = "LogAppendTime" if record.timestamp_type == 1 else "CreateTime"
+        fields.append(f"{kind}:{record.timestamp}".encode())
+    if fmt.partition:
+        fields.append(f"Partition:{record.partition}".encode())
+    if fmt.offset:
+        fields.append(f"Offset:{record.offset}".encode())
+    if fmt.headers:
+        headers = [k.encode() + b":" + (b"null" if v is None else bytes(v))
+                   for k, v in record.headers or ()]
+        fields.append(b",".join(headers) if headers else b"NO_HEADERS")
+    if fmt.print_key:
+        fields.append(_decode(fmt.key, record.key, record, "key"))
+    fields.append(_decode(fmt.value, record.value, record, "value"))
+    return fmt.separator.join(fields) + b"\n"
 
 
 async def consume_topic(args: argparse.Namespace) -> int:
     consumer = AIOKafkaConsumer(
-        bootstrap_servers=args.bootstrap_servers,
+        **connection_kwargs(args, "consumer"),
         group_id=args.group,
         enable_auto_commit=False,
         auto_offset_reset="earliest" if args.from_beginning else "latest",
@@ -79,7 +161,7 @@ async def consume_topic(args: argparse.Namespace) -> int:
 async def _print_records(consumer: AIOKafkaConsumer, args: argparse.Namespace,
                          out: BinaryIO) -> int:
     """Print until --max-messages or --timeout-ms of silence; commit what was printed."""
-    separator = args.key_separator.encode()
+    fmt = Format.from_args(args)
     limit = args.max_messages
     printed = 0
     started = time.monotonic()
@@ -100,7 +182,7 @@ async def _print_records(consumer: AIOKafkaConsumer, args: argparse.Namespace,
             positions: dict[TopicPartition, int] = {}
             for tp, records in batches.items():
                 for record in records:
-                    out.write(render(record, args.print_key, separator))
+                    out.write(render(record, fmt))
                     positions[tp] = record.offset + 1
                 printed += len(records)
             if positions:

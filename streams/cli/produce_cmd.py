@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import datetime as dt
 import sys
 import threading
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from .client import (
     REQUEST_TIMEOUT_MS,
     CliError,
     add_bootstrap_argument,
+    connection_kwargs,
     run_command,
     start_client,
 )
@@ -34,8 +36,47 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     produce.add_argument("topic")
     produce.add_argument("--key-separator", metavar="SEP",
                          help="split each line into key and value at the first SEP")
+    produce.add_argument("--partition", type=non_negative_int, metavar="N",
+                         help="send every record to partition N (default: by key, murmur2)")
+    produce.add_argument("--timestamp", type=timestamp_ms, metavar="MS|ISO",
+                         help="record timestamp: epoch milliseconds or an ISO 8601 date-time "
+                              "(default: the time of sending)")
+    produce.add_argument("--header", action="append", type=header, default=[],
+                         metavar="KEY=VALUE", help="a header on every record; repeatable")
     add_bootstrap_argument(produce)
     produce.set_defaults(func=lambda a: run_command(PROG, lambda: produce_lines(a)))
+
+
+def non_negative_int(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {number}")
+    return number
+
+
+def timestamp_ms(value: str) -> int:
+    """argparse type: epoch ms, or an ISO 8601 date-time (UTC unless it names a zone)."""
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        when = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected epoch milliseconds or an ISO 8601 date-time, got {value!r}") from None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=dt.UTC)
+    return int(when.timestamp() * 1000)
+
+
+def header(value: str) -> tuple[str, bytes]:
+    """argparse type: KEY=VALUE (the value may be empty, the key may not)."""
+    key, sep, val = value.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {value!r}")
+    return key, val.encode()
 
 
 def split_line(line: bytes, separator: bytes | None, number: int) -> tuple[bytes | None, bytes]:
@@ -77,18 +118,25 @@ async def stdin_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
 
 async def produce_lines(args: argparse.Namespace) -> int:
     separator = args.key_separator.encode() if args.key_separator else None
-    producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap_servers, acks="all",
+    producer = AIOKafkaProducer(**connection_kwargs(args, "producer"), acks="all",
                                 linger_ms=5, request_timeout_ms=REQUEST_TIMEOUT_MS)
     sent = 0
     try:
         await start_client(producer, args.bootstrap_servers)
+        if args.partition is not None:
+            partitions = await producer.partitions_for(args.topic)
+            if args.partition not in partitions:
+                raise CliError(f"topic {args.topic!r} has no partition {args.partition} "
+                               f"(it has {len(partitions)})")
         pending: list[asyncio.Future] = []
         try:
             number = 0
             async for line in stdin_lines(sys.stdin.buffer):
                 number += 1
                 key, value = split_line(line, separator, number)
-                pending.append(await producer.send(args.topic, value=value, key=key))
+                pending.append(await producer.send(
+                    args.topic, value=value, key=key, partition=args.partition,
+                    timestamp_ms=args.timestamp, headers=args.header or None))
                 if len(pending) >= MAX_PENDING:
                     sent += await _acknowledged(pending)
         finally:
