@@ -433,6 +433,12 @@ STREAMS_ROLES = {
     "producer": ClientRole("producer", ("producer.",), PRODUCER_KEYS),
     "admin": ClientRole("admin", ("admin.",), COMMON_KEYS),
 }
+# Kafka's command-line tools: one --command-config file for whichever client a command uses.
+CLI_ROLES = {
+    "admin": ClientRole("admin", (), COMMON_KEYS),
+    "consumer": ClientRole("consumer", (), CONSUMER_KEYS),
+    "producer": ClientRole("producer", (), PRODUCER_KEYS),
+}
 STREAMS_PREFIXES = ("main.consumer.", "restore.consumer.", "global.consumer.", "consumer.",
                     "producer.", "admin.")
 # Keys the Streams runtime sets from its own config (or must own for its guarantees).
@@ -473,7 +479,14 @@ class ClientConfigs:
         for key, value in props.items():
             prefix = next((p for p in prefixes if key.startswith(p)), "")
             (by_prefix.setdefault(prefix, {}) if prefix else plain)[key[len(prefix):]] = value
-        self.plain = check_security(plain)
+        # Unprefixed keys: security ones, and tuning every role understands (a tool's
+        # --command-config may carry retry.backoff.ms next to sasl.jaas.config).
+        shared = set.intersection(*(set(r.table) for r in roles.values())) if roles else set()
+        tuning = {k: str(v).strip() for k, v in plain.items() if k in shared}
+        self.plain = check_security({k: v for k, v in plain.items() if k not in tuning})
+        if tuning:
+            convert_keys(tuning, next(iter(roles.values())).table)  # bad numbers fail here
+            self.plain.update(tuning)
         self.prefixed: dict[str, dict[str, Any]] = {}
         for prefix, sub in by_prefix.items():
             tables = [r.table for r in roles.values() if prefix in r.prefixes]

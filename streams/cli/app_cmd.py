@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 
 from ..runtime import reset
-from .client import CliError, add_bootstrap_argument, run_command
+from .client import CliError, add_bootstrap_argument, connection_kwargs, run_command
 from .groups_cmd import add_scenario_arguments, scenario_from_args
 
 PROG = "streams app reset"
@@ -47,7 +47,8 @@ async def reset_app(args: argparse.Namespace) -> int:
     inputs, intermediate = _topics(args.input_topics), _topics(args.intermediate_topics)
     try:
         plan = await reset.reset_application(args.bootstrap_servers, args.application_id,
-                                             inputs, intermediate, spec, args.dry_run)
+                                             inputs, intermediate, spec, args.dry_run,
+                                             client_kwargs=connection_kwargs(args))
     except reset.ResetError as exc:
         raise CliError(str(exc)) from None
     if args.dry_run:

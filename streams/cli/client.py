@@ -20,6 +20,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
 
+from ..client_config import CLI_ROLES, ClientConfigError, ClientConfigs
+from ..config import ConfigError, read_properties
+
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 CONNECT_TIMEOUT_S = 5.0
 REQUEST_TIMEOUT_MS = 15_000
@@ -57,11 +60,45 @@ def positive_int(value: str) -> int:
     return number
 
 
+def command_config(path: str) -> ClientConfigs:
+    """argparse type: a Kafka client .properties file (security.protocol, ssl.*, sasl.*), as
+    Kafka's tools take with --command-config. Checked now, so a bad key fails before any I/O."""
+    try:
+        configs = ClientConfigs(read_properties(path), CLI_ROLES)
+        for role in CLI_ROLES:
+            configs.kwargs(role)  # loads the TLS stores: a wrong path or password fails here
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(f"cannot read {path}: {exc.strerror}") from None
+    except (ClientConfigError, ConfigError) as exc:
+        raise argparse.ArgumentTypeError(f"{path}: {exc}") from None
+    return configs
+
+
 def add_bootstrap_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap-servers", type=bootstrap_servers, default=DEFAULT_BOOTSTRAP,
         metavar="HOST:PORT", help=f"broker to connect to (default {DEFAULT_BOOTSTRAP})",
     )
+    parser.add_argument(
+        "--command-config", type=command_config, metavar="FILE",
+        help="client properties file for a secured cluster (security.protocol, ssl.*, "
+             "sasl.mechanism, sasl.jaas.config), as Kafka's tools take it")
+
+
+def connection_kwargs(target: argparse.Namespace | str, role: str = "admin") -> dict[str, Any]:
+    """aiokafka arguments to reach the cluster: the bootstrap servers and, from the command's
+    --command-config, the security settings of the ``admin``/``consumer``/``producer`` client."""
+    if isinstance(target, str):
+        return {"bootstrap_servers": target}
+    kwargs: dict[str, Any] = {"bootstrap_servers": target.bootstrap_servers}
+    configs = getattr(target, "command_config", None)
+    if configs:
+        kwargs.update(configs.kwargs(role))
+    return kwargs
+
+
+def _bootstrap(target: argparse.Namespace | str) -> str:
+    return target if isinstance(target, str) else target.bootstrap_servers
 
 
 def error_message(code: int, detail: str | None = None) -> str:
@@ -81,22 +118,24 @@ async def start_client(client: Startable, bootstrap: str) -> None:
 
 
 @asynccontextmanager
-async def admin_client(bootstrap: str) -> AsyncIterator[AIOKafkaAdminClient]:
-    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=REQUEST_TIMEOUT_MS)
+async def admin_client(target: argparse.Namespace | str) -> AsyncIterator[AIOKafkaAdminClient]:
+    """An admin client for the command's parsed arguments (or a bare bootstrap string)."""
+    admin = AIOKafkaAdminClient(**connection_kwargs(target, "admin"),
+                                request_timeout_ms=REQUEST_TIMEOUT_MS)
     try:
-        await start_client(admin, bootstrap)
+        await start_client(admin, _bootstrap(target))
         yield admin
     finally:
         await admin.close()
 
 
-async def partition_offsets(bootstrap: str, partitions: list[TopicPartition]
+async def partition_offsets(target: argparse.Namespace | str, partitions: list[TopicPartition]
                             ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
     """(log start offsets, high watermarks) via ListOffsets, without joining any group."""
-    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+    consumer = AIOKafkaConsumer(**connection_kwargs(target, "consumer"), enable_auto_commit=False,
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
     try:
-        await start_client(consumer, bootstrap)
+        await start_client(consumer, _bootstrap(target))
         return (await consumer.beginning_offsets(partitions),
                 await consumer.end_offsets(partitions))
     finally:

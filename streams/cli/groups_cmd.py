@@ -20,6 +20,7 @@ from .client import (
     CliError,
     add_bootstrap_argument,
     admin_client,
+    connection_kwargs,
     error_message,
     partition_offsets,
     run_command,
@@ -144,7 +145,7 @@ async def reset_offsets(args: argparse.Namespace) -> int:
 
     group = args.group
     spec = scenario_from_args(args)
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         try:
             await reset.require_inactive(admin, group)
             current = await reset.committed_offsets(admin, group)
@@ -152,7 +153,7 @@ async def reset_offsets(args: argparse.Namespace) -> int:
                 partitions = sorted(current)
             else:
                 partitions = await _resolve_partitions(admin, parse_topic_partitions(args.topic))
-            consumer = AIOKafkaConsumer(bootstrap_servers=args.bootstrap_servers,
+            consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"),
                                         enable_auto_commit=False,
                                         request_timeout_ms=REQUEST_TIMEOUT_MS)
             try:
@@ -175,7 +176,7 @@ async def reset_offsets(args: argparse.Namespace) -> int:
 
 
 async def delete_groups(args: argparse.Namespace) -> int:
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         for group in args.group:
             try:
                 state, members = await reset.group_state(admin, group)
@@ -194,7 +195,7 @@ async def delete_groups(args: argparse.Namespace) -> int:
 
 async def delete_group_offsets(args: argparse.Namespace) -> int:
     group = args.group
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         try:
             state, _ = await reset.group_state(admin, group)
             if state == "Dead":
@@ -217,7 +218,7 @@ async def delete_group_offsets(args: argparse.Namespace) -> int:
 
 
 async def list_groups(args: argparse.Namespace) -> int:
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         groups = await admin.list_consumer_groups()
     for group_id in sorted({g[0] for g in groups}):
         print(group_id)
@@ -238,7 +239,7 @@ def _members(description: dict[str, Any]) -> list[Member]:
 
 async def describe_group(args: argparse.Namespace) -> int:
     group = args.group
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         responses = await admin.describe_consumer_groups([group])
         descriptions = [g for r in responses for g in r.to_object()["groups"]]
         if not descriptions:
@@ -256,7 +257,7 @@ async def describe_group(args: argparse.Namespace) -> int:
 
     owner = {tp: m for m in members for tp in m.partitions}
     partitions = sorted(set(committed) | set(owner))
-    ends = (await partition_offsets(args.bootstrap_servers, partitions))[1] if partitions else {}
+    ends = (await partition_offsets(args, partitions))[1] if partitions else {}
 
     protocol = description.get("protocol") or "-"
     print(f"Consumer group '{group}' is {state} with {len(members)} member(s) "

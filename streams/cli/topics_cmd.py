@@ -71,7 +71,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 async def create_topic(args: argparse.Namespace) -> int:
     configs = dict(args.config)
     topic = NewTopic(args.name, args.partitions, args.replication_factor, topic_configs=configs)
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         response = await admin.create_topics([topic])
     for name, code, *rest in response.topic_errors:
         if code:
@@ -82,7 +82,7 @@ async def create_topic(args: argparse.Namespace) -> int:
 
 
 async def list_topics(args: argparse.Namespace) -> int:
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         names = await admin.list_topics()
     for name in sorted(names):
         print(name)
@@ -97,7 +97,7 @@ async def _require_topic(admin: AIOKafkaAdminClient, name: str) -> None:
 
 async def describe_topic(args: argparse.Namespace) -> int:
     name = args.name
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         await _require_topic(admin, name)
         (topic,) = await admin.describe_topics([name])
         if topic["error_code"]:
@@ -107,7 +107,7 @@ async def describe_topic(args: argparse.Namespace) -> int:
     overrides = _topic_overrides(responses, name)
     partitions = sorted(topic["partitions"], key=lambda p: p["partition"])
     tps = [TopicPartition(name, p["partition"]) for p in partitions]
-    starts, ends = await partition_offsets(args.bootstrap_servers, tps)
+    starts, ends = await partition_offsets(args, tps)
     replication = len(partitions[0]["replicas"]) if partitions else 0
     configs = ",".join(f"{k}={v}" for k, v in sorted(overrides.items()))
     print(f"Topic: {name}\tPartitionCount: {len(partitions)}\t"
@@ -141,7 +141,7 @@ def _topic_overrides(responses: list[Any], name: str) -> dict[str, str]:
 
 
 async def delete_topic(args: argparse.Namespace) -> int:
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         await _require_topic(admin, args.name)
         response = await admin.delete_topics([args.name])
     for name, code, *rest in response.topic_error_codes:
@@ -161,7 +161,7 @@ async def alter_topic(args: argparse.Namespace) -> int:
     if not args.config and not args.delete_config:
         raise CliError("nothing to alter: give --config KEY=VALUE or --delete-config KEY", 2)
     name = args.name
-    async with admin_client(args.bootstrap_servers) as admin:
+    async with admin_client(args) as admin:
         await _require_topic(admin, name)
         current = _topic_overrides(
             await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)]), name
