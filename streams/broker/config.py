@@ -16,6 +16,8 @@ class BrokerConfig(KafkaConfigModel):
     advertised_host: str | None = None
     node_id: int = 0
     cluster_id: str | None = None
+    # Prometheus GET /metrics and GET /health on http://HOST:PORT (unset: no HTTP server).
+    metrics_listener: str | None = None
 
     auto_create_topics_enable: bool = True
     num_partitions: int = Field(1, ge=1)

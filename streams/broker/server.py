@@ -14,9 +14,11 @@ import contextlib
 import logging
 import os
 import struct
+import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any
 
+from ..metrics.broker import BrokerMetrics
 from . import handlers
 from .config import BrokerConfig
 from .groups.coordinator import GroupCoordinator
@@ -68,6 +70,8 @@ class Broker:
         self._accept_failed_at = -ACCEPT_QUIET_S  # loop time of the last EMFILE report
         self._previous_exception_handler: Any = None
         self.port = self.config.port
+        # Counters bumped per request, everything else computed when /metrics is scraped.
+        self.metrics = BrokerMetrics(self, self.config.metrics_listener)
 
     @property
     def advertised_host(self) -> str:
@@ -84,6 +88,7 @@ class Broker:
         await self.transactions.start()
         self.spawn(retention_loop(self))
         self.spawn(cleaner_loop(self))
+        await self.metrics.start()  # /health says DOWN until the listeners are up
         loop = asyncio.get_running_loop()
         self._previous_exception_handler = loop.get_exception_handler()
         loop.set_exception_handler(self._on_loop_exception)
@@ -100,6 +105,7 @@ class Broker:
         )
 
     async def stop(self) -> None:
+        await self.metrics.stop()
         if self._server is not None:
             self._server.close()
         # Closing the transports ends each connection loop normally; cancelling the handler
@@ -210,8 +216,10 @@ class Broker:
 
     async def _handle(self, func: handlers.Handler, ctx: RequestContext, body: Any,
                       peer: Any) -> bytes | Frame | None:
+        started = time.perf_counter()
         try:
             result: Any = await func(self, ctx, body)
+            self.metrics.request_done(ctx.api_key, time.perf_counter() - started)
             if result is None or type(result) is Frame:
                 return result
             return encode_response(ctx, result)
@@ -223,6 +231,7 @@ class Broker:
             log.error("closing connection from %s: api_key=%d v%d (client %r) failed: %s: %s",
                       peer, ctx.api_key, ctx.api_version, ctx.client_id, type(exc).__name__, exc)
             log.debug("traceback of the failed request", exc_info=True)
+            self.metrics.request_done(ctx.api_key, time.perf_counter() - started, failed=True)
             return FAILED
 
     async def _send_responses(

@@ -20,16 +20,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     start.add_argument("--port", type=int, help="port to listen on (default 9092)")
     start.add_argument("--config", help="broker .properties file (Kafka broker keys)")
+    start.add_argument("--metrics-listener", metavar="http://HOST:PORT",
+                       help="serve Prometheus /metrics and /health there (metrics.listener)")
     start.set_defaults(func=run_start)
 
 
 def build_config(args: argparse.Namespace) -> BrokerConfig:
     values: dict[str, object] = dict(read_properties(args.config)) if args.config else {}
-    for key in ("data_dir", "host", "port"):
+    for key in ("data_dir", "host", "port", "metrics_listener"):
         value = getattr(args, key)
         if value is not None:
             values[key] = value
-    return BrokerConfig.from_mapping(values)
+    config = BrokerConfig.from_mapping(values)
+    if config.metrics_listener:
+        from ..metrics.listener import parse_listener
+
+        try:
+            parse_listener(config.metrics_listener)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    return config
 
 
 async def serve(config: BrokerConfig) -> None:

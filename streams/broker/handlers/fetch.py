@@ -88,7 +88,7 @@ def _read_partitions(
     return responses, total, logs
 
 
-def _materialize(responses: list[dict[str, Any]]) -> None:
+def _materialize(responses: list[dict[str, Any]], metrics: Any = None) -> None:
     """Turn located record sets into pinned file slices (big ones) or bytes (small ones).
     A connection that cannot use sendfile (TLS) reads the slices when it writes them.
 
@@ -101,6 +101,8 @@ def _materialize(responses: list[dict[str, Any]]) -> None:
             if type(found) is not tuple:
                 continue
             segment, start, stop = found
+            if metrics is not None:  # BrokerTopicMetrics BytesOut
+                metrics.topic(topic["topic"]).bytes_out += stop - start
             if stop - start >= ZERO_COPY_MIN_BYTES:
                 entry["records"] = FileSlice(FILES.acquire(segment, LOG), start, stop - start)
             else:
@@ -134,7 +136,7 @@ async def fetch(broker: Broker, ctx: RequestContext, request: Any) -> Frame:
                     waiter.cancel()
                     with contextlib.suppress(ValueError):
                         log.data_waiters.remove(waiter)
-    _materialize(responses)
+    _materialize(responses, broker.metrics)
     return encode_fetch(ctx.api_version, ctx.correlation_id,
                         {"throttle_time": 0, "error_code": 0, "session_id": 0,
                          "responses": responses})

@@ -167,6 +167,9 @@ def _append(broker: Broker, staged: _Staged) -> tuple[dict[str, Any], PartitionL
         result = partition.append(bytearray(staged.data), staged.batches)
     except StorageError as exc:  # logged once by the log, not per request
         return _partition_result(index, KAFKA_STORAGE_ERROR, str(exc)), None
+    stats = broker.metrics.topic(staged.topic)  # BrokerTopicMetrics MessagesIn / BytesIn
+    stats.messages_in += sum(header.record_count for _pos, header in staged.batches)
+    stats.bytes_in += len(staged.data)
     return (
         _partition_result(
             index,
