@@ -12,7 +12,9 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
 - a group member's forced rejoin (Kafka's ``enforceRebalance``; Connect's leader uses it too);
 - cluster metadata on demand: a refresh now, and every topic with its partitions (Connect's
   config/offset/status logs and the Spark source's planning);
-- a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups).
+- a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups);
+- a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
+  which a changelog restore under exactly-once must reach (see ``high_watermarks``).
 Everything else uses aiokafka's public API.
 """
 
@@ -33,6 +35,7 @@ from aiokafka.cluster import ClusterMetadata
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.group import HeartbeatRequest
+from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.protocol.types import (
     Boolean,
     CompactArray,
@@ -127,6 +130,41 @@ async def cluster_metadata(client: AIOKafkaConsumer | AIOKafkaProducer) -> Clust
     (the public ``consumer.topics()`` drops the partitions). Asking for all topics never
     auto-creates one."""
     return await client_of(client).fetch_all_metadata()
+
+
+async def high_watermarks(consumer: AIOKafkaConsumer,
+                          partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
+    """The partitions' end offsets as read_uncommitted sees them (ListOffsets with isolation
+    level 0), whatever the consumer's own isolation level.
+
+    Why: a read_committed consumer's ``end_offsets`` is the last stable offset, which stops
+    before any transaction still open. A previous owner's transaction that already holds the
+    group's offsets (its TxnOffsetCommit went through before it was paused) commits later; a
+    restore that ended at the LSO would then miss state that the committed input offsets say
+    was processed. Restoring read_committed up to the high watermark waits for every such
+    transaction to end, committed or aborted.
+    """
+    client = client_of(consumer)
+    by_node: dict[int, dict[str, list[tuple[int, int]]]] = collections.defaultdict(
+        lambda: collections.defaultdict(list))
+    for tp in partitions:
+        node = client.cluster.leader_for_partition(tp)
+        if node is None or node < 0:
+            await client.force_metadata_update()
+            node = client.cluster.leader_for_partition(tp)
+            if node is None or node < 0:
+                raise Errors.LeaderNotAvailableError(f"no leader for {tp}")
+        by_node[node][tp.topic].append((tp.partition, -1))  # -1: the latest offset
+    result: dict[TopicPartition, int] = {}
+    for node, topics in by_node.items():
+        response = await client.send(node, OffsetRequest(-1, 0, list(topics.items())))
+        for topic, parts in response.topics:
+            for partition, error_code, *info in parts:
+                error = Errors.for_code(error_code)
+                if error is not Errors.NoError:
+                    raise error(f"ListOffsets for {topic}-{partition}")
+                result[TopicPartition(topic, partition)] = info[-1]
+    return result
 
 
 async def send_to_node(admin: AIOKafkaAdminClient, node_id: int, request: Request) -> Any:

@@ -111,6 +111,11 @@ class Committer:
     async def _finish_txn(self, offsets: dict[TopicPartition, int], group: GroupMetadata,
                           force: bool) -> None:
         if offsets:
+            # Every record of the transaction is in the log before its offsets are: a new
+            # owner restores up to the high watermark it sees once the group has moved on, so
+            # a record still in flight when the offsets committed (this process paused between
+            # the two) would land after that mark and be missing from its state.
+            await self.producer.flush()
             assert self.fenced_offsets is not None
             await self.fenced_offsets.send_offsets(offsets, group)
         await self.producer.commit_transaction()

@@ -1,8 +1,9 @@
 """Background restoration of changelogs (Kafka's state updater, KIP-869).
 
 Tasks with logged stores are handed to the updater when they are created; it reads their
-changelog partitions up to the end offsets seen at that moment (the last stable offset under
-exactly-once) into the stores, while the stream thread goes on processing the tasks that are
+changelog partitions up to the end offsets seen at that moment into the stores (the high
+watermark under exactly-once too, read with read_committed: a previous owner's transaction still
+open then is waited for, see ``kafka_internals.high_watermarks``), while the stream thread goes on processing the tasks that are
 already restored, and answering heartbeats and rebalances. A task revoked while restoring is
 removed at once: the updater never touches its stores again. One updater belongs to one client
 generation and is closed with it.
@@ -19,7 +20,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from ..kafka_internals import fetch_position
+from ..kafka_internals import fetch_position, high_watermarks
 from ..processor.api import TaskId
 from .restore import ChangelogState
 
@@ -133,7 +134,10 @@ class StateUpdater:
         if not new:
             return
         assert self._consumer is not None
-        ends = await self._consumer.end_offsets(new)
+        # Under exactly-once: up to the high watermark, read_committed (see high_watermarks:
+        # the LSO could stop before a previous owner's transaction that commits later).
+        ends = (await high_watermarks(self._consumer, new) if self.eos
+                else await self._consumer.end_offsets(new))
         beginnings = await self._consumer.beginning_offsets(new)
         for tp in new:
             changelog = self._changelogs.get(tp)

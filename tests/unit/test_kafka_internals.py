@@ -4,6 +4,7 @@ internals: if an aiokafka upgrade moves them, these fail first, with a clear nam
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
@@ -19,6 +20,7 @@ from streams.kafka_internals import (
     fetch_position,
     fetch_stable_offsets,
     group_metadata,
+    high_watermarks,
     wait_on_metadata,
 )
 
@@ -119,5 +121,40 @@ def test_membership_check_passes_for_the_current_generation_only(broker) -> None
                     GROUP, current.generation_id, "gone-member"))
         finally:
             await consumer.stop()
+
+    asyncio.run(run())
+
+
+def test_high_watermarks_reach_past_an_open_transaction(broker) -> None:
+    """A read_committed consumer's end_offsets stop at the last stable offset; high_watermarks
+    (what an exactly-once restore must reach) include the open transaction's records."""
+    topic = "contract-hw"
+    create_topics(broker.bootstrap, {topic: 1})
+    tp = TopicPartition(topic, 0)
+
+    async def run() -> None:
+        producer = await _txn_producer(broker.bootstrap)
+        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap,
+                                    isolation_level="read_committed")
+        await consumer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait(topic, b"committed")
+            await producer.begin_transaction()
+            await producer.send_and_wait(topic, b"open")
+            await producer.send_and_wait(topic, b"open")
+            stable = (await consumer.end_offsets([tp]))[tp]
+            high = (await high_watermarks(consumer, [tp]))[tp]
+            assert (stable, high) == (2, 4)  # record + commit marker; then two open records
+            await producer.commit_transaction()
+            # Apache Kafka writes the commit marker after EndTxn has answered: poll for it.
+            deadline = time.monotonic() + 10
+            while (await consumer.end_offsets([tp]))[tp] != 5 and time.monotonic() < deadline:
+                await asyncio.sleep(0.05)
+            assert (await consumer.end_offsets([tp]))[tp] == 5
+            assert (await high_watermarks(consumer, [tp]))[tp] == 5
+        finally:
+            await consumer.stop()
+            await producer.stop()
 
     asyncio.run(run())
