@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 
 from ..config import KafkaConfigModel
 
@@ -47,3 +48,57 @@ class BrokerConfig(KafkaConfigModel):
 
     transaction_max_timeout_ms: int = 900000
     transaction_state_log_num_partitions: int = Field(50, ge=1)
+
+    # Security (Kafka's names; streams/broker/security reads them). Without `listeners` the
+    # broker has one PLAINTEXT listener on host:port.
+    listeners: str | None = None
+    advertised_listeners: str | None = None
+    listener_security_protocol_map: str | None = None
+    inter_broker_listener_name: str | None = None  # accepted, single node: unused
+    security_inter_broker_protocol: str | None = None  # accepted, single node: unused
+    sasl_mechanism_inter_broker_protocol: str | None = None  # accepted, single node: unused
+    sasl_enabled_mechanisms: str = "GSSAPI"
+    sasl_jaas_config: SecretStr | None = None  # Kafka ignores it on a broker (warning)
+    ssl_keystore_type: str = "JKS"
+    ssl_keystore_location: str | None = None
+    ssl_keystore_password: SecretStr | None = None
+    ssl_keystore_key: SecretStr | None = None
+    ssl_keystore_certificate_chain: str | None = None
+    ssl_key_password: SecretStr | None = None
+    ssl_truststore_type: str = "JKS"
+    ssl_truststore_location: str | None = None
+    ssl_truststore_password: SecretStr | None = None
+    ssl_truststore_certificates: str | None = None
+    ssl_client_auth: str = "none"
+    ssl_protocol: str = "TLSv1.3"
+    ssl_enabled_protocols: str | None = None
+    ssl_cipher_suites: str | None = None
+    ssl_endpoint_identification_algorithm: str | None = "https"  # client side; unused here
+    ssl_principal_mapping_rules: str = "DEFAULT"
+    connections_max_reauth_ms: int = 0
+    authorizer_class_name: str = ""
+    super_users: str = ""
+    allow_everyone_if_no_acl_found: bool = False
+    # `listener.name.<listener>.<key>` overrides, keyed by what follows `listener.name.`
+    # (Kafka's per-listener configs, e.g. `sasl_ssl.plain.sasl.jaas.config`).
+    listener_name: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _collect_listener_overrides(cls, data: Any) -> Any:
+        """Move `listener.name.*` keys into `listener_name` before unknown keys are refused."""
+        if not isinstance(data, dict):
+            return data
+        out: dict[str, Any] = {}
+        overrides: dict[str, Any] = dict(data.get("listener_name") or {})
+        for key, value in data.items():
+            text = str(key).strip()
+            if text.startswith(("listener.name.", "listener_name.")):
+                rest = text[len("listener.name."):]
+                name, _, prop = rest.partition(".")
+                overrides[f"{name.lower()}.{prop}"] = value
+            elif text != "listener_name":
+                out[key] = value
+        if overrides:
+            out["listener_name"] = overrides
+        return out

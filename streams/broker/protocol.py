@@ -42,6 +42,7 @@ class RequestContext:
     client_id: str | None
     flexible: bool
     client_host: str = ""
+    session: Any = None  # the connection's security Session (principal, listener)
 
 
 def parse_header(frame: bytes | memoryview) -> tuple[RequestContext, int]:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
+import socket
 import struct
 import time
 from collections.abc import AsyncIterator, Awaitable
@@ -33,6 +35,7 @@ from .protocol import (
     encode_response,
     parse_header,
 )
+from .security import BrokerSecurity, Listener, Session
 from .storage.files import FILES
 from .storage.slices import FileSlice, Frame
 from .topics import TopicManager
@@ -72,10 +75,28 @@ class Broker:
         self.port = self.config.port
         # Counters bumped per request, everything else computed when /metrics is scraped.
         self.metrics = BrokerMetrics(self, self.config.metrics_listener)
+        self.security = BrokerSecurity(self.config)  # raises ListenerError on a bad setting
+        self._servers: list[asyncio.Server] = []
+        # Listener name -> the port it is bound to (the configured one, or the kernel's for 0).
+        self.listener_ports: dict[str, int] = {}
 
     @property
     def advertised_host(self) -> str:
         return self.config.advertised_host or self.config.host
+
+    def advertised(self, ctx: RequestContext) -> tuple[str, int]:
+        """The host and port clients on ctx's listener are told to connect to."""
+        session = getattr(ctx, "session", None)
+        listeners = self.security.listeners
+        listener = next((item for item in listeners
+                         if session is not None and item.name == session.listener), listeners[0])
+        if self.config.listeners is None:
+            return self.advertised_host, self.port
+        port = listener.advertised_port
+        if port == 0 or port == listener.port:  # not advertised apart: the bound port
+            port = self.listener_ports.get(listener.name, port)
+        # An empty host binds every interface; Kafka then advertises the machine's name.
+        return listener.advertised_host or socket.gethostname(), port
 
     @property
     def node_id(self) -> int:
@@ -84,6 +105,7 @@ class Broker:
     async def start(self) -> None:
         self.topics.load()
         self.producer_ids.load(self.topics.data_dir)
+        self.security.load()
         await self.groups.start()
         await self.transactions.start()
         self.spawn(retention_loop(self))
@@ -92,20 +114,22 @@ class Broker:
         loop = asyncio.get_running_loop()
         self._previous_exception_handler = loop.get_exception_handler()
         loop.set_exception_handler(self._on_loop_exception)
-        self._server = await asyncio.start_server(
-            self._on_connection, self.config.host, self.config.port, limit=1 << 20
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
-        log.info(
-            "broker %d listening on %s:%d, data in %s",
-            self.node_id,
-            self.config.host,
-            self.port,
-            self.config.data_dir,
-        )
+        for listener in self.security.listeners:
+            server = await asyncio.start_server(
+                functools.partial(self._on_connection, listener), listener.host or None,
+                listener.port, limit=1 << 20, ssl=self.security.contexts.get(listener.name))
+            self._servers.append(server)
+            self.listener_ports[listener.name] = server.sockets[0].getsockname()[1]
+            log.info("broker %d listening on %s://%s:%d", self.node_id, listener.name,
+                     listener.host, self.listener_ports[listener.name])
+        self._server = self._servers[0]
+        self.port = self.listener_ports[self.security.listeners[0].name]
+        log.info("broker %d data in %s", self.node_id, self.config.data_dir)
 
     async def stop(self) -> None:
         await self.metrics.stop()
+        for server in self._servers[1:]:
+            server.close()
         if self._server is not None:
             self._server.close()
         # Closing the transports ends each connection loop normally; cancelling the handler
@@ -118,6 +142,10 @@ class Broker:
             await asyncio.wait(list(self._connections), timeout=5)
         await asyncio.gather(*self._background, return_exceptions=True)
         await self.groups.stop()
+        for server in self._servers[1:]:
+            with contextlib.suppress(Exception):
+                await server.wait_closed()
+        self._servers = []
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
@@ -158,12 +186,19 @@ class Broker:
     # -- connections --------------------------------------------------------------------------
 
     async def _on_connection(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        self, listener: Listener, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections[task] = writer
         peer = writer.get_extra_info("peername")
+        try:
+            session = self.security.new_session(listener, writer)
+        except PermissionError as exc:  # no ssl.principal.mapping.rules rule matched
+            log.warning("closing connection from %s: %s", peer, exc)
+            self._connections.pop(task, None)
+            writer.close()
+            return
         client_host = f"/{peer[0]}" if isinstance(peer, tuple) else ""
         responses: asyncio.Queue[asyncio.Task[bytes | Frame | None] | None] = asyncio.Queue(
             MAX_IN_FLIGHT_PER_CONNECTION
@@ -176,13 +211,15 @@ class Broker:
                 if sender.done():
                     break
                 try:
-                    request_task = self._dispatch(frame, client_host, peer)
+                    request_task = self._dispatch(frame, client_host, peer, session)
                 except ProtocolError as exc:
                     log.warning("closing connection from %s: %s", peer, exc)
                     break
                 in_flight.add(request_task)
                 request_task.add_done_callback(in_flight.discard)
                 await responses.put(request_task)
+                if session.close_after_response:  # failed SASL: answer, then close
+                    break
             # Let the answers already under way go out, then stop the sender.
             await responses.put(None)
             await sender
@@ -196,10 +233,11 @@ class Broker:
                 await writer.wait_closed()
             self._connections.pop(task, None)
 
-    def _dispatch(self, frame: bytes, client_host: str, peer: Any
+    def _dispatch(self, frame: bytes, client_host: str, peer: Any, session: Session | None = None
                   ) -> asyncio.Task[bytes | Frame | None]:
         ctx, pos = parse_header(frame)
         ctx.client_host = client_host
+        ctx.session = session
         spec = handlers.REGISTRY.get(ctx.api_key)
         if spec is None or not spec.min_version <= ctx.api_version <= spec.max_version:
             if ctx.api_key == API_VERSIONS_KEY:
@@ -211,6 +249,10 @@ class Broker:
                 f"unsupported api_key={ctx.api_key} version={ctx.api_version} "
                 f"(client {ctx.client_id!r})"
             )
+        if session is not None and not session.authenticated:
+            answer = self.security.before_authentication(session, ctx, frame, pos)
+            if answer is not None:
+                return asyncio.ensure_future(_ready(answer))
         body = decode_body(ctx, frame, pos)
         return asyncio.ensure_future(self._handle(spec.func, ctx, body, peer))
 

@@ -54,5 +54,6 @@ def load_all() -> None:
         fetch,
         groups,
         produce,
+        sasl,
         transactions,
     )

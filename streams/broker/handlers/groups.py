@@ -40,8 +40,9 @@ async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) ->
     if key_type == KEY_TYPE_GROUP:
         broker.groups.offsets.ensure_topic()
     if key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION):
+        host, port = broker.advertised(ctx)
         found = {"error_code": errors.NONE, "error_message": None, "node_id": broker.node_id,
-                 "host": broker.advertised_host, "port": broker.port}
+                 "host": host, "port": port}
     else:
         found = {"error_code": errors.INVALID_REQUEST,
                  "error_message": f"unknown coordinator key type {key_type}",
