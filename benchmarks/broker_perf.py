@@ -1,4 +1,4 @@
-"""Broker throughput: our bundled broker against tansu, with the machine's own limits alongside.
+"""Broker throughput: our bundled broker against tansu and Apache Kafka, with the machine's limits.
 
 In the spirit of ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test``, with confluent-kafka
 (librdkafka) as the load generator in this process and each broker in its own process.
@@ -26,6 +26,16 @@ One run measures, in this order:
      records/s and MB/s of payload, from the first send until flush() returns;
    * fetch: read everything produced (the acks=1 topic) back from offset 0 with an assigned
      Consumer: records/s and MB/s of payload;
+   * Apache Kafka 4.4.0 (``kafka`` and ``kafka-fsync``): one KRaft node started by
+     ``tests/reference/kafka.py start`` (through ``kafka_node.py``, with kafka-server-start.sh's
+     JVM options unless ``--kafka-jvm reference``), its data dir next to ours, running the same
+     loads at the same time as the others. Durability differs by default: ours fdatasyncs
+     before answering acks=all (not acks=1), Kafka never fsyncs per write (it relies on
+     replication), tansu keeps everything in memory. So ``kafka-fsync``, the same node with
+     topics created with ``flush.messages=1`` (an fsync after every append), runs the acks=all
+     produce loads, and the Kafka table shows ours against Kafka at the same durability and
+     against Kafka's default (the least flattering comparison for acks=all). Without java or
+     mvn the Kafka columns are skipped with one line saying why;
    * multi-client (``--clients``, default 1,4,8; broker_multi.py): for each N, N producer
      processes at once, each on its own partition of an N-partition topic, with the Java
      client's small batches (batch.size 16384, linger.ms 0, acks=all), then N consumer
@@ -33,7 +43,7 @@ One run measures, in this order:
      sum over the processes. On a machine with fewer cores than N + 1 the clients compete with
      the broker for CPU, so these rows say more about a big machine's shape than its speed.
 
-It prints one table: each figure for ours and tansu, ours/tansu, ours as a fraction of the
+It prints a table for ours and tansu (below), then one for Apache Kafka. The first: each figure for ours and tansu, ours/tansu, ours as a fraction of the
 fsync-write bandwidth and of the loopback copy rate, the CPU each broker used (100 % = one core),
 broker CPU per record ours:tansu, and the load generator's own CPU (on a 2-core box a load where
 the client is near 100 % measures the client more than the broker). Then the targets (produce

@@ -1,4 +1,4 @@
-"""Streams throughput: our KafkaStreams against a hand-written aiokafka loop, Quix Streams and Faust.
+"""Streams throughput: our KafkaStreams against a hand loop, Quix, Faust and Kafka Streams (JVM).
 
 End-to-end records/s on the bundled broker (its own process, fresh data dir) for four workloads
 over the same input, every framework measured the same way in one run.
@@ -31,13 +31,24 @@ other variants emit; ``hand`` (an aiokafka consume-transform-produce loop, state
 batched as ours: records appended to a batch per partition, every batch handed to the producer
 with ``send_batch`` once per poll, deliveries awaited before each commit, every 5 s);
 ``quix`` (Quix Streams, at-least-once default) and ``faust`` (faust-streaming, rocksdict
-store, at-least-once default). Each runs in a child process
+store, at-least-once default); ``ks-alos``, ``ks-eos``, ``ks-alos-nocache`` and
+``ks-eos-nocache``, the same four workloads written for Kafka Streams 4.4.0 in Java
+(``benchmarks/kstreams/``, a Maven module pinned as tests/reference/pom.xml is, built on first
+use into the git-ignored ``.bench/kstreams/``; default JVM options unless ``--ks-jvm-opt``),
+with the same settings as ours: guarantee, cache on or off, default commit intervals, String
+keys, JSON values, Long counts and time-windowed keys serialized as ours are, so one checker
+verifies every row. Under at_least_once with its cache, Kafka Streams forwards (b)/(c) only at
+a commit, every 30 s; ours also flushes when caught up, so those two cells are not like for
+like. JVM start-up and class loading happen before READY, outside the clock (like the Python
+children's imports); JIT warm-up happens inside it. Without java or mvn those rows are skipped
+with one line saying why. Each runs in a child process
 (``streams_perf_apps.py``): imports and app construction happen before the clock starts;
 the clock runs from "GO" to the moment a read_committed consumer in this process has seen the
 complete expected output (the exact output count for (a)/(d); every key's final expected count
 for (b)/(c)); then it keeps reading for a quiet second and verifies the whole output (counts,
 checksums, no extra or duplicate records), so a fast wrong answer fails the row.
 
+``--broker kafka`` runs every row on Apache Kafka 4.4.0 instead of the bundled broker.
 The broker runs with ``group.initial.rebalance.delay.ms=0`` (Kafka's 3 s default would add
 the same constant to every row). Every process started (broker, apps, py-spy) is stopped on
 exit, including on Ctrl-C and SIGTERM. Exit status: 0 when every row ran (targets missed are
@@ -364,7 +375,9 @@ def child_argv(args: argparse.Namespace, variant: str) -> list[str]:
 
 def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: str,
             broker: subprocess.Popen[bytes], data: Dataset, workload: str, variant: str,
-            versions: dict[str, str]) -> Row:
+            versions: dict[str, str], broker_cpu_pid: int | None = None) -> Row:
+    """One row; the broker's CPU is read from ``broker_cpu_pid`` (default: ``broker``'s)."""
+    cpu_pid = broker_cpu_pid or broker.pid
     row = Row(workload, variant, records=data.records,
               version=versions.get(variant.split("-")[0], ""))
     tag = f"{workload}-{variant}-{int(time.time() * 1000) % 10**8}"
@@ -402,7 +415,7 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
             time.sleep(0.05)
         if args.profile and framework == "ours":
             profiler = start_profiler(args, procs, work, proc.pid, workload, variant)
-        b0, a0 = process_cpu_seconds(broker.pid), process_cpu_seconds(proc.pid)
+        b0, a0 = process_cpu_seconds(cpu_pid), process_cpu_seconds(proc.pid)
         t0 = time.perf_counter()
         assert proc.stdin is not None
         proc.stdin.write(b"GO\n")
@@ -416,7 +429,8 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
                 row.error = (f"timed out after {args.timeout:.0f} s with {checker.count} output "
                              f"records; {checker.verify()}")
                 break
-        row.app_cpu_s, row.broker_cpu_s = process_cpu_seconds(proc.pid) - a0, process_cpu_seconds(broker.pid) - b0
+        row.app_cpu_s = process_cpu_seconds(proc.pid) - a0
+        row.broker_cpu_s = process_cpu_seconds(cpu_pid) - b0
         if checker.error:
             row.error = checker.error
         if row.error is None:
@@ -720,6 +734,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         "on the same broker")
     p.add_argument("--ours-config", action="append", metavar="KEY=VALUE",
                    help="an extra config entry for our apps (repeatable), e.g. poll.ms=10")
+    p.add_argument("--broker", choices=("bundled", "kafka"), default="bundled",
+                   help="the broker every row runs on: ours (bundled, default) or Apache Kafka "
+                        "4.4.0 (tests/reference/kafka.py, kafka-server-start.sh JVM options)")
     p.add_argument("--ks-jvm-opt", action="append", dest="ks_jvm_opts", default=[],
                    metavar="OPT", help="a JVM option for the Kafka Streams apps (repeatable; "
                                        "default: none, the JVM's own defaults)")
@@ -771,8 +788,20 @@ def main(argv: list[str] | None = None) -> int:
               flush=True)
         for k in variants:
             print(f"  {k}: {versions.get(k, '')}", flush=True)
-        bootstrap, broker = start_broker(procs, work)
-        print(f"  broker on {bootstrap} (pid {broker.pid})", flush=True)
+        broker_cpu_pid = None
+        if args.broker == "kafka":
+            from broker_perf import kafka_unavailable, start_kafka
+
+            why = kafka_unavailable()
+            if why is not None:
+                sys.exit(f"streams_perf: cannot run on Apache Kafka: {why}")
+            node = start_kafka(procs, work, "server", None)
+            bootstrap, broker, broker_cpu_pid = node.bootstrap, node.proc, node.cpu_pid
+            print(f"  broker: Apache Kafka on {bootstrap} (JVM pid {broker_cpu_pid})",
+                  flush=True)
+        else:
+            bootstrap, broker = start_broker(procs, work)
+            print(f"  broker on {bootstrap} (pid {broker.pid})", flush=True)
         create_topics(bootstrap, {apps.VIEWS_TOPIC: args.partitions})
         create_topics(bootstrap, {apps.USERS_TOPIC: args.partitions}, compacted=True)
         t = time.perf_counter()
@@ -786,7 +815,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  round {i // len(todo) + 1} of {args.rounds}", flush=True)
             print(f"  {workload:<13} {variant:<17} ...", end=" ", flush=True)
             row = run_row(args, procs, work, bootstrap, broker, data, workload, variant,
-                          versions)
+                          versions, broker_cpu_pid)
             runs.setdefault((workload, variant), []).append(row)
             rows[(workload, variant)] = median_row(runs[(workload, variant)])
             if row.error:
@@ -814,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
             for path in sorted(Path(args.profile).glob("*.txt")):
                 print(summarize_profile(path))
         if args.json:
-            summary = {"command": sys.argv, "python": platform.python_version(),
+            summary = {"command": sys.argv, "broker": args.broker, "python": platform.python_version(),
                        "cpus": os.cpu_count(), "records": args.records,
                        "partitions": args.partitions, "versions": versions,
                        "rounds": args.rounds,
