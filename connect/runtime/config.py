@@ -59,6 +59,9 @@ class WorkerConfig(KafkaConfigModel):
     connect_protocol: str = "sessioned"
     worker_sync_timeout_ms: int = 3000
     exactly_once_source_support: str = "disabled"
+    # Prometheus GET /metrics and GET /health on http://HOST:PORT (unset: only /metrics on
+    # the REST listener).
+    metrics_listener: str | None = None
 
     # Pass-through keys (``producer.acks``, ``value.converter.schemas.enable``, ...).
     passthrough: dict[str, str] = {}

@@ -89,8 +89,11 @@ class DeadLetterQueueReporter:
         self.config = config
         self.connector = connector
         self.task = task
+        self.produce_requests = 0  # metrics: deadletterqueue-produce-requests / -failures
+        self.produce_failures = 0
 
     async def report(self, raw: Any, stage: Stage, executing: str, error: BaseException) -> None:
+        self.produce_requests += 1
         headers = list(getattr(raw, "headers", None) or [])
         if self.config.dlq_context_headers:
             def enc(v: Any) -> bytes:
@@ -105,8 +108,12 @@ class DeadLetterQueueReporter:
                 (H_EXC_TRACE, enc("".join(traceback.format_exception(
                     type(error), error, error.__traceback__)))),
             ]
-        await self.producer.send_and_wait(self.config.dlq_topic, value=raw.value, key=raw.key,
-                                          headers=headers)
+        try:
+            await self.producer.send_and_wait(self.config.dlq_topic, value=raw.value,
+                                              key=raw.key, headers=headers)
+        except BaseException:
+            self.produce_failures += 1
+            raise
 
 
 class ErrorHandler:
@@ -119,6 +126,7 @@ class ErrorHandler:
         self.task = task
         self.dlq = dlq
         self.failures = 0
+        self.skipped = 0  # metrics: total-records-skipped
 
     async def run(self, stage: Stage, executing: Any, fn: Callable[..., Any], *args: Any,
                   raw: Any = None) -> tuple[bool, Any]:
@@ -144,6 +152,7 @@ class ErrorHandler:
         await self.report(stage, executing, error, raw)
         if not self.config.tolerate_all:
             raise ToleranceExceeded("Tolerance exceeded in error handler") from error
+        self.skipped += 1
         return False, None
 
     async def report(self, stage: Stage, executing: Any, error: BaseException,

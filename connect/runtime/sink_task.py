@@ -77,6 +77,8 @@ class _Listener(ConsumerRebalanceListener):
 
 class WorkerSinkTask(TaskRunner):
     interrupt_on_stop = False
+    # Metrics (sink-task-metrics, read on scrape): plain counters, bumped per batch.
+    records_read = records_sent = commits_ok = commits_failed = 0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -188,6 +190,7 @@ class WorkerSinkTask(TaskRunner):
 
     async def _deliver_batch(self, batch: dict[TopicPartition, list[Any]]) -> None:
         self.raw_batch = batch  # what the errant reporter looks raw messages up in
+        self.records_read += sum(len(messages) for messages in batch.values())
         next_offsets: dict[TopicPartition, int] = {}
         for tp, messages in batch.items():
             if messages:
@@ -196,12 +199,14 @@ class WorkerSinkTask(TaskRunner):
         columns = self._columns(batch) if self.columnar else None
         if columns is not None:
             await self._put(self.task.put_batches, columns)
+            self.records_sent += sum(len(column) for column in columns)
         else:
             records: list[SinkRecord] = []
             for tp, messages in batch.items():
                 if messages:
                     await self._convert_all(tp.topic, messages, records)
             await self._put(self.task.put, records)
+            self.records_sent += len(records)
         self.current.update(next_offsets)
 
     @property
@@ -352,7 +357,9 @@ class WorkerSinkTask(TaskRunner):
         if to_commit:
             try:
                 await self.consumer.commit(to_commit)
+                self.commits_ok += 1
             except Exception as exc:
+                self.commits_failed += 1
                 if final:
                     log.error("task %s: final offset commit failed: %s", self.id, exc)
                 else:

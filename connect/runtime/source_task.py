@@ -53,6 +53,9 @@ def _client_overrides(runner: TaskRunner, client: str) -> dict[str, str]:
 
 
 class WorkerSourceTask(TaskRunner):
+    # Metrics (source-task-metrics, read on scrape): plain counters, bumped per batch.
+    records_polled = records_written = commits_ok = commits_failed = 0
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # (record, future of its batch or None when dropped, index of the record in the batch)
@@ -109,6 +112,7 @@ class WorkerSourceTask(TaskRunner):
                 break
             records = await call(task.poll)
             if records:
+                self.records_polled += len(records)
                 await self._send_all(records, chain, converters, errors)
             elif not self.stopping:
                 await asyncio.sleep(0.01)  # a poll that returns at once must not spin the loop
@@ -215,8 +219,10 @@ class WorkerSourceTask(TaskRunner):
                     if errors is None or not errors.config.tolerate_all:
                         raise exc
                     log.error("task %s: failed to send a record, skipped: %s", self.id, exc)
-                elif self._commit_record is not None:
-                    metadata = _record_metadata(future.result(), index)
+                else:
+                    self.records_written += 1
+                    if self._commit_record is not None:
+                        metadata = _record_metadata(future.result(), index)
             self.outstanding.popleft()
             partition, offset = record.source_partition, record.source_offset
             if partition is not None and offset is not None:
@@ -239,7 +245,12 @@ class WorkerSourceTask(TaskRunner):
         self._collect_acked()
         if self.acked:
             batch, self.acked = list(self.acked.values()), {}
-            await self.env.offsets.put(self.id.connector, batch)
+            try:
+                await self.env.offsets.put(self.id.connector, batch)
+            except BaseException:
+                self.commits_failed += 1
+                raise
+            self.commits_ok += 1
         await call(task.commit)
 
     async def _final_flush(self, task: SourceTask) -> None:

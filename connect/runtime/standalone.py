@@ -12,6 +12,8 @@ from connect.runtime.config import WorkerConfig
 from connect.runtime.herder import Herder, HerderError
 from connect.runtime.offsets import FileOffsetStore
 from streams.config import ConfigError
+from streams.metrics.connect import ConnectMetrics, ConnectMetricsServer
+from streams.metrics.http import add_routes
 
 log = logging.getLogger("connect.standalone")
 
@@ -25,6 +27,10 @@ class ConnectProcess:
         self.api = RestApi(lambda: self.herder)
         host, port = config.listener()
         self.rest = RestServer(self.api, host, port)
+        # /metrics on the REST listener, and on metrics.listener with /health if set
+        self.metrics = ConnectMetrics(lambda: self.herder, config.metrics_listener)
+        self.metrics_server = ConnectMetricsServer(self.metrics)
+        add_routes(self.api.app, [self.metrics.registry], health=None)
 
     @property
     def url(self) -> str:
@@ -40,6 +46,7 @@ class ConnectProcess:
 
     async def start(self) -> None:
         await self.rest.start()
+        await self.metrics_server.start()
         try:
             self.herder = self.make_herder()
             await self.herder.start()
@@ -51,6 +58,7 @@ class ConnectProcess:
     async def stop(self) -> None:
         if self.herder is not None:
             await self.herder.stop()
+        await self.metrics_server.stop()
         await self.rest.stop()
 
     async def run(self, stop: asyncio.Event) -> None:
