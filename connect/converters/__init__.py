@@ -35,6 +35,22 @@ _KAFKA_NAMES: dict[str, type] = {
     "org.apache.kafka.connect.storage.SimpleHeaderConverter": SimpleHeaderConverter,
 }
 
+
+def _registry_converters() -> dict[str, type]:
+    """Confluent's schema-registry converters (their modules import fastavro/protobuf lazily)."""
+    from connect.converters.avro import AvroConverter
+    from connect.converters.json_schema import JsonSchemaConverter
+    from connect.converters.protobuf import ProtobufConverter
+
+    return {
+        "io.confluent.connect.avro.AvroConverter": AvroConverter,
+        "io.confluent.connect.json.JsonSchemaConverter": JsonSchemaConverter,
+        "io.confluent.connect.protobuf.ProtobufConverter": ProtobufConverter,
+    }
+
+
+_KAFKA_NAMES.update(_registry_converters())
+
 #: Every accepted converter name -> class: short names and Kafka's class names.
 CONVERTERS: dict[str, type] = {
     **{cls.__name__: cls for cls in _KAFKA_NAMES.values()},
