@@ -17,6 +17,7 @@ from aiohttp import ClientSession, ClientTimeout, web
 
 from connect import plugins
 from connect.config_def import ConfigException
+from connect.runtime.config_providers import mask_connector_config
 from connect.runtime.herder import BadRequest, Herder, HerderError, NotFound
 
 log = logging.getLogger("connect.rest")
@@ -171,7 +172,7 @@ class RestApi:
                 if what == "status":
                     entry["status"] = herder.connector_status(name)
                 elif what == "info":
-                    entry["info"] = herder.connector_info(name)
+                    entry["info"] = _masked_info(herder.connector_info(name))
             out[name] = entry
         return _json(out)
 
@@ -189,40 +190,43 @@ class RestApi:
             raise BadRequest("Connector name is required")
         info = await self.herder.create_connector(name.strip(), config,
                                                   body.get("initial_state"))
-        return _json(info, 201)
+        return _json(_masked_info(info), 201)
 
     async def get_connector(self, request: web.Request) -> web.Response:
-        return _json(self.herder.connector_info(request.match_info["name"]))
+        return _json(_masked_info(self.herder.connector_info(request.match_info["name"])))
 
     async def delete(self, request: web.Request) -> web.Response:
         await self.herder.delete_connector(request.match_info["name"])
         return web.Response(status=204)
 
     async def get_config(self, request: web.Request) -> web.Response:
-        return _json(self.herder.connector_info(request.match_info["name"])["config"])
+        return _json(mask_connector_config(
+            self.herder.connector_info(request.match_info["name"])["config"]))
 
     async def put_config(self, request: web.Request) -> web.Response:
         body = await _body(request)
         if not isinstance(body, dict):
             raise BadRequest("Request body must be a JSON object of config keys")
         created, info = await self.herder.put_connector_config(request.match_info["name"], body)
-        return _json(info, 201 if created else 200)
+        return _json(_masked_info(info), 201 if created else 200)
 
     async def patch_config(self, request: web.Request) -> web.Response:
         body = await _body(request)
         if not isinstance(body, dict):
             raise BadRequest("Request body must be a JSON object of config keys")
         info = await self.herder.patch_connector_config(request.match_info["name"], body)
-        return _json(info)
+        return _json(_masked_info(info))
 
     async def status(self, request: web.Request) -> web.Response:
         return _json(self.herder.connector_status(request.match_info["name"]))
 
     async def tasks(self, request: web.Request) -> web.Response:
-        return _json(self.herder.tasks(request.match_info["name"]))
+        return _json([{**task, "config": mask_connector_config(task["config"])}
+                      for task in self.herder.tasks(request.match_info["name"])])
 
     async def tasks_config(self, request: web.Request) -> web.Response:
-        return _json(self.herder.tasks_config(request.match_info["name"]))
+        return _json({task: mask_connector_config(config) for task, config in
+                      self.herder.tasks_config(request.match_info["name"]).items()})
 
     def _task(self, request: web.Request) -> int:
         raw = request.match_info["task"]
@@ -375,3 +379,11 @@ class RestServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+
+def _masked_info(info: Any) -> Any:
+    """Connector info with password-type config values shown as ``[hidden]`` (the stored
+    config keeps them; a ``${provider:...}`` reference is shown as written)."""
+    if isinstance(info, dict) and isinstance(info.get("config"), dict):
+        return {**info, "config": mask_connector_config(info["config"])}
+    return info

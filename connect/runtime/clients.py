@@ -6,12 +6,26 @@ an unknown one is an error that names it (a silently ignored setting is worse th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
 
 from connect.config_def import ConfigException
+from streams.client_config import (
+    JVM_ONLY_KEYS,
+    SECURITY_KEYS,
+    ClientConfigError,
+    check_security,
+    security_kwargs,
+)
+
+if TYPE_CHECKING:
+    from connect.runtime.config import WorkerConfig
+
+    # Where clients connect: a bare bootstrap string (no security), or the worker, whose
+    # security.protocol/ssl.*/sasl.* keys and admin.* prefix apply.
+    Target = str | WorkerConfig
 
 _INT = int
 
@@ -55,9 +69,23 @@ _CONSUMER = {
 }
 
 
+_ADMIN = {key: _CONSUMER[key] for key in ("request.timeout.ms", "client.id",
+                                          "metadata.max.age.ms", "bootstrap.servers")}
+_ADMIN.update({"retry.backoff.ms": ("retry_backoff_ms", _INT),
+               "connections.max.idle.ms": ("connections_max_idle_ms", _INT)})
+
+
 def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
+    security = {k: v for k, v in configs.items() if k in SECURITY_KEYS or k in JVM_ONLY_KEYS}
+    if security:  # security.protocol, ssl.*, sasl.* (streams/client_config.py)
+        try:
+            out.update(security_kwargs(check_security(security, f"{kind}."), f"{kind}."))
+        except ClientConfigError as exc:
+            raise ConfigException(str(exc)) from None
     for key, value in configs.items():
+        if key in security:
+            continue
         if key not in table:
             raise ConfigException(f"unsupported {kind} config '{key}'")
         name, convert = table[key]
@@ -69,6 +97,31 @@ def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any
     return out
 
 
+def base_kwargs(target: Target) -> dict[str, Any]:
+    """Bootstrap (and, for a worker, its security settings) of the worker's own clients."""
+    if isinstance(target, str):
+        return {"bootstrap_servers": target}
+    return target.client_kwargs()
+
+
+def admin_kwargs(target: Target) -> dict[str, Any]:
+    """An admin client's arguments: the worker's settings, then its ``admin.*`` keys."""
+    kwargs = base_kwargs(target)
+    if not isinstance(target, str):
+        kwargs.update(_translate(_ADMIN, target.prefixed("admin."), "admin"))
+    return kwargs
+
+
+def check_prefixed(worker: WorkerConfig) -> None:
+    """Translate the worker's producer.*/consumer.*/admin.* keys once, so an unknown key or a
+    bad value fails when the worker starts (not when its first task does)."""
+    for kind, table in (("producer", _PRODUCER), ("consumer", _CONSUMER), ("admin", _ADMIN)):
+        _translate(table, {k: v for k, v in worker.prefixed(f"{kind}.").items()
+                           if not k.startswith("override.")}, kind)
+
+
+# Connector producers and consumers take producer.*/consumer.* (and the connector's
+# *.override.* keys) only, as Kafka's Worker does: not the worker's unprefixed security keys.
 def producer(bootstrap: str, overrides: dict[str, str] | None = None,
              **defaults: Any) -> AIOKafkaProducer:
     kwargs = {"bootstrap_servers": bootstrap, "acks": "all", **defaults}
@@ -76,19 +129,22 @@ def producer(bootstrap: str, overrides: dict[str, str] | None = None,
     return AIOKafkaProducer(**kwargs)
 
 
-def consumer(bootstrap: str, overrides: dict[str, str] | None = None,
+def consumer(bootstrap: Target, overrides: dict[str, str] | None = None,
              *topics: str, **defaults: Any) -> AIOKafkaConsumer:
-    kwargs = {"bootstrap_servers": bootstrap, "enable_auto_commit": False,
-              "auto_offset_reset": "earliest", **defaults}
+    """A consumer; given the worker instead of a bootstrap string, with the admin settings
+    (it then stands in for an admin client: committing a sink connector's offsets)."""
+    base = {"bootstrap_servers": bootstrap} if isinstance(bootstrap, str) \
+        else admin_kwargs(bootstrap)
+    kwargs = {**base, "enable_auto_commit": False, "auto_offset_reset": "earliest", **defaults}
     kwargs.update(_translate(_CONSUMER, overrides or {}, "consumer"))
     return AIOKafkaConsumer(*topics, **kwargs)
 
 
-def admin(bootstrap: str) -> AIOKafkaAdminClient:
-    return AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+def admin(target: Target) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(**admin_kwargs(target))
 
 
-async def ensure_topic(bootstrap: str, name: str, partitions: int, replication: int,
+async def ensure_topic(bootstrap: Target, name: str, partitions: int, replication: int,
                        configs: dict[str, str] | None = None) -> int:
     """Create ``name`` if missing; return its partition count. A replication factor above the
     number of brokers is lowered to it (a single-node dev cluster cannot do 3), -1 = broker default.

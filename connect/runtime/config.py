@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import field_validator
+
 from connect.config_def import (
     ConfigDef,
     ConfigException,
@@ -16,11 +18,26 @@ from connect.config_def import (
     ValidString,
     non_empty_string,
 )
+from streams.client_config import (
+    COMMON_KEYS,
+    JVM_ONLY_KEYS,
+    SECURITY_KEYS,
+    ClientConfigError,
+    ClientConfigs,
+    ClientRole,
+)
 from streams.config import ConfigError, KafkaConfigModel, read_properties
 
 # Keys under these prefixes are passed through to the converter or client they name.
 PASSTHROUGH_PREFIXES = ("key.converter.", "value.converter.", "header.converter.", "producer.",
-                        "consumer.", "admin.")
+                        "consumer.", "admin.", "config.providers.")
+# The worker's own clients (config/offset/status topics, group membership) take the unprefixed
+# security keys; connector producers and consumers take only producer.*/consumer.* (as Kafka's
+# Worker.baseProducerConfigs), admin clients both (Worker.adminConfigs).
+WORKER_ROLES = {"worker": ClientRole("worker", (), COMMON_KEYS)}
+# connector.client.config.override.policy: Kafka's three policies, by alias or class name.
+OVERRIDE_POLICIES = {"none": "None", "principal": "Principal", "all": "All"}
+_POLICY_CLASS = "org.apache.kafka.connect.connector.policy.{}ConnectorClientConfigOverridePolicy"
 
 
 class WorkerConfig(KafkaConfigModel):
@@ -63,14 +80,74 @@ class WorkerConfig(KafkaConfigModel):
     # the REST listener).
     metrics_listener: str | None = None
 
+    # config.providers=file,env (KIP-297); their settings are config.providers.<name>.*
+    config_providers: str | None = None
+    # security.protocol, ssl.*, sasl.* of the worker's own clients (streams/client_config.py)
+    client_configs: Any = None
+
     # Pass-through keys (``producer.acks``, ``value.converter.schemas.enable``, ...).
     passthrough: dict[str, str] = {}
 
     @classmethod
+    def accepts_client_key(cls, key: str) -> bool:
+        return key in SECURITY_KEYS or key in JVM_ONLY_KEYS
+
+    @classmethod
+    def client_key_names(cls) -> frozenset[str]:
+        return SECURITY_KEYS
+
+    @field_validator("client_configs", mode="before")
+    @classmethod
+    def _client_configs(cls, value: Any) -> Any:
+        if value is None or isinstance(value, ClientConfigs):
+            return value
+        try:
+            return ClientConfigs(value, WORKER_ROLES)
+        except ClientConfigError as exc:
+            raise ValueError(str(exc)) from None
+
+    @field_validator("connector_client_config_override_policy")
+    @classmethod
+    def _policy(cls, value: str) -> str:
+        name = value.strip()
+        for alias, policy in OVERRIDE_POLICIES.items():
+            if name.lower() == alias or name == _POLICY_CLASS.format(policy):
+                return policy
+        raise ValueError("must be None, Principal or All (or Kafka's policy class names)")
+
+    @classmethod
     def parse(cls, data: Mapping[str, Any]) -> WorkerConfig:
+        """Worker properties as Kafka Connect reads them: ``${provider:path:key}`` variables
+        resolved (KIP-421), client prefixes kept for the clients they name."""
+        from connect.runtime.config_providers import ConfigProviders
+
+        providers = ConfigProviders.from_worker(
+            data.get("config.providers"),
+            {k[len("config.providers."):]: str(v) for k, v in data.items()
+             if k.startswith("config.providers.")})
+        data = {k: v if k.startswith("config.providers") else
+                providers.resolve_value(v) if isinstance(v, str) else v for k, v in data.items()}
         plain = {k: v for k, v in data.items() if not k.startswith(PASSTHROUGH_PREFIXES)}
         extra = {k: str(v) for k, v in data.items() if k.startswith(PASSTHROUGH_PREFIXES)}
-        return cls.from_mapping(plain, passthrough=extra)
+        config = cls.from_mapping(plain, passthrough=extra)
+        from connect.runtime import clients
+
+        clients.check_prefixed(config)  # producer.*/consumer.*/admin.*: fail at start, not later
+        return config
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """aiokafka arguments of the worker's own clients: bootstrap and security."""
+        kwargs: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
+        if self.client_configs:
+            kwargs.update(self.client_configs.kwargs("worker"))
+        return kwargs
+
+    def config_transformer(self) -> Any:
+        """The worker's config providers (connect/runtime/config_providers.py)."""
+        from connect.runtime.config_providers import ConfigProviders
+
+        return ConfigProviders.from_worker(self.config_providers,
+                                           self.prefixed("config.providers."))
 
     def prefixed(self, prefix: str) -> dict[str, str]:
         """The pass-through keys under ``prefix`` with the prefix removed."""
@@ -87,6 +164,25 @@ class WorkerConfig(KafkaConfigModel):
         host = self.rest_advertised_host_name or ("127.0.0.1" if host in ("", "0.0.0.0") else host)
         port = self.rest_advertised_port or port
         return f"{self.rest_advertised_listener or 'http'}://{host}:{port}"
+
+
+# PrincipalConnectorClientConfigOverridePolicy's allowed keys.
+PRINCIPAL_OVERRIDES = frozenset({"sasl.jaas.config", "sasl.mechanism", "security.protocol"})
+OVERRIDE_PREFIXES = ("producer.override.", "consumer.override.", "admin.override.")
+
+
+def override_errors(policy: str, connector: Mapping[str, Any]) -> list[str]:
+    """What ``connector.client.config.override.policy`` forbids in a connector config
+    (Kafka's {None,Principal,All}ConnectorClientConfigOverridePolicy)."""
+    errors = []
+    for key in sorted(connector):
+        prefix = next((p for p in OVERRIDE_PREFIXES if key.startswith(p)), None)
+        if prefix is None or policy == "All":
+            continue
+        if policy == "None" or key[len(prefix):] not in PRINCIPAL_OVERRIDES:
+            errors.append(f"The '{policy}' policy does not allow '{key[len(prefix):]}' to be "
+                          f"overridden in the connector configuration ('{key}').")
+    return errors
 
 
 def load_config_file(path: str | Path) -> dict[str, str]:

@@ -86,7 +86,7 @@ class ConnectAssignor(AbstractPartitionAssignor):
 
 class DistributedHerder(Herder):
     def __init__(self, config: WorkerConfig, worker_id: str, url: str) -> None:
-        super().__init__(config, worker_id, KafkaOffsetStore(config.bootstrap_servers,
+        super().__init__(config, worker_id, KafkaOffsetStore(config,
                                                              config.offset_storage_topic or ""))
         self.url = url
         self.leader_url: str | None = None
@@ -96,9 +96,9 @@ class DistributedHerder(Herder):
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
         self._pending_targets: dict[str, TargetState] = {}
         self._caught_up = False
-        self.config_log = KafkaLog(config.bootstrap_servers, config.config_storage_topic or "",
+        self.config_log = KafkaLog(config, config.config_storage_topic or "",
                                    self._apply_config_records)
-        self.status_log = KafkaLog(config.bootstrap_servers, config.status_storage_topic or "",
+        self.status_log = KafkaLog(config, config.status_storage_topic or "",
                                    self._apply_status_records)
         self.member: AIOKafkaConsumer | None = None
         self._member_task: asyncio.Task | None = None
@@ -108,18 +108,17 @@ class DistributedHerder(Herder):
     # -- startup -------------------------------------------------------------------------------
     async def start(self) -> None:
         cfg = self.config
-        bootstrap = cfg.bootstrap_servers
-        partitions = await clients.ensure_topic(bootstrap, cfg.config_storage_topic or "", 1,
+        partitions = await clients.ensure_topic(cfg, cfg.config_storage_topic or "", 1,
                                                 cfg.config_storage_replication_factor, COMPACT)
         if partitions != 1:
             raise ConfigError(
                 f"Topic '{cfg.config_storage_topic}' supplied via the 'config.storage.topic' "
                 "property is required to have a single partition in order to guarantee "
                 f"consistency of connector configurations, but found {partitions} partitions.")
-        await clients.ensure_topic(bootstrap, cfg.offset_storage_topic or "",
+        await clients.ensure_topic(cfg, cfg.offset_storage_topic or "",
                                    cfg.offset_storage_partitions,
                                    cfg.offset_storage_replication_factor, COMPACT)
-        await clients.ensure_topic(bootstrap, cfg.status_storage_topic or "",
+        await clients.ensure_topic(cfg, cfg.status_storage_topic or "",
                                    cfg.status_storage_partitions,
                                    cfg.status_storage_replication_factor, COMPACT)
         await super().start()
@@ -129,7 +128,7 @@ class DistributedHerder(Herder):
         self._caught_up = True
         self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_loop())
         self.member = AIOKafkaConsumer(
-            cfg.config_storage_topic, bootstrap_servers=bootstrap, group_id=cfg.group_id,
+            cfg.config_storage_topic, **clients.base_kwargs(cfg), group_id=cfg.group_id,
             enable_auto_commit=False, partition_assignment_strategy=(ConnectAssignor(self),),
             session_timeout_ms=cfg.session_timeout_ms,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,

@@ -19,7 +19,12 @@ from connect import plugins
 from connect.api import SinkConnector, SourceConnector
 from connect.config_def import ConfigException
 from connect.runtime import sink_offsets
-from connect.runtime.config import WorkerConfig, check_sink_topics, connector_config_def
+from connect.runtime.config import (
+    WorkerConfig,
+    check_sink_topics,
+    connector_config_def,
+    override_errors,
+)
 from connect.runtime.offsets import OffsetStore
 from connect.runtime.status import State, Status, StatusStore, TargetState, TaskId
 from connect.runtime.task_support import call
@@ -117,9 +122,9 @@ class Herder:
     async def start(self) -> None:
         await self.offsets.start()
         try:
-            from aiokafka.admin import AIOKafkaAdminClient
+            from connect.runtime import clients
 
-            admin = AIOKafkaAdminClient(bootstrap_servers=self.config.bootstrap_servers)
+            admin = clients.admin(self.config)
             await admin.start()
             try:
                 self.cluster_id = (await admin.describe_cluster()).get("cluster_id")
@@ -301,6 +306,9 @@ class Herder:
             for problem in check_sink_topics(config):
                 values["topics"].errors.append(problem)
                 values["topics.regex"].errors.append(problem)
+        for problem in override_errors(self.config.connector_client_config_override_policy,
+                                       config):
+            values["connector.class"].errors.append(problem)
         if config.get("transforms") or config.get("predicates"):
             try:
                 from connect.transforms import TransformationChain
@@ -484,7 +492,7 @@ class Herder:
     async def get_offsets(self, name: str) -> dict[str, Any]:
         cls = self._connector_cls(name)
         if issubclass(cls, SinkConnector):
-            offsets = await sink_offsets.read(self.config.bootstrap_servers, name)
+            offsets = await sink_offsets.read(self.config, name)
             items = [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
                       "offset": {"kafka_offset": off}} for tp, off in sorted(offsets.items())]
         else:
@@ -517,7 +525,7 @@ class Herder:
         if issubclass(cls, SinkConnector):
             changes = {_sink_partition(p): _sink_offset(o) for p, o in pairs}
             managed = await self._call_alter(cls, config, changes)
-            await sink_offsets.alter(self.config.bootstrap_servers, name, changes)
+            await sink_offsets.alter(self.config, name, changes)
         else:
             managed = await self._call_alter(cls, config, pairs)
             await self._write_source_offsets(name, pairs)
@@ -528,9 +536,9 @@ class Herder:
         cls = self._connector_cls(name)
         config = dict(self.configs[name])
         if issubclass(cls, SinkConnector):
-            current = await sink_offsets.read(self.config.bootstrap_servers, name)
+            current = await sink_offsets.read(self.config, name)
             managed = await self._call_alter(cls, config, dict.fromkeys(current))
-            await sink_offsets.reset(self.config.bootstrap_servers, name)
+            await sink_offsets.reset(self.config, name)
         else:
             pairs = [(p, None) for p, _ in self.offsets.all_for(name)]
             managed = await self._call_alter(cls, config, pairs)

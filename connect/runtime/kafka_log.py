@@ -13,19 +13,23 @@ import inspect
 import json
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.structs import TopicPartition
 
+from connect.runtime import clients
 from connect.runtime.offsets import OffsetStore, offset_key, parse_key
 from streams.kafka_internals import refresh_metadata
+
+if TYPE_CHECKING:
+    from connect.runtime.config import WorkerConfig
 
 log = logging.getLogger("connect.kafkalog")
 
 
 class KafkaLog:
-    def __init__(self, bootstrap: str, topic: str,
+    def __init__(self, bootstrap: str | WorkerConfig, topic: str,
                  on_records: Callable[[list[Any]], Any]) -> None:
         self.bootstrap = bootstrap
         self.topic = topic
@@ -38,10 +42,10 @@ class KafkaLog:
         self.failed: BaseException | None = None
 
     async def start(self) -> None:
-        self.producer = AIOKafkaProducer(bootstrap_servers=self.bootstrap, acks="all",
+        self.producer = AIOKafkaProducer(**clients.base_kwargs(self.bootstrap), acks="all",
                                          enable_idempotence=False)
         await self.producer.start()
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
+        self.consumer = AIOKafkaConsumer(**clients.base_kwargs(self.bootstrap),
                                          enable_auto_commit=False, auto_offset_reset="earliest")
         await self.consumer.start()
         partitions = self.consumer.partitions_for_topic(self.topic)
@@ -115,7 +119,7 @@ class KafkaLog:
 class KafkaOffsetStore(OffsetStore):
     """Source offsets in ``offset.storage.topic``: key ``["<connector>", {partition}]``."""
 
-    def __init__(self, bootstrap: str, topic: str) -> None:
+    def __init__(self, bootstrap: str | WorkerConfig, topic: str) -> None:
         super().__init__()
         self.log = KafkaLog(bootstrap, topic, self._apply_records)
 

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from aiokafka.protocol.admin import DeleteGroupsRequest
 from aiokafka.structs import TopicPartition
 
 from connect.runtime import clients
 from streams.kafka_internals import send_to_node
 
+if TYPE_CHECKING:
+    from connect.runtime.clients import Target
+
 
 def group_id(connector: str) -> str:
     return f"connect-{connector}"
 
 
-async def read(bootstrap: str, connector: str) -> dict[TopicPartition, int]:
+async def read(bootstrap: Target, connector: str) -> dict[TopicPartition, int]:
     admin = clients.admin(bootstrap)
     await admin.start()
     try:
@@ -23,7 +28,7 @@ async def read(bootstrap: str, connector: str) -> dict[TopicPartition, int]:
     return {tp: meta.offset for tp, meta in offsets.items() if meta.offset >= 0}
 
 
-async def _delete_group(bootstrap: str, connector: str) -> None:
+async def _delete_group(bootstrap: Target, connector: str) -> None:
     admin = clients.admin(bootstrap)
     await admin.start()
     try:
@@ -37,7 +42,7 @@ async def _delete_group(bootstrap: str, connector: str) -> None:
         await admin.close()
 
 
-async def _commit(bootstrap: str, connector: str, offsets: dict[TopicPartition, int]) -> None:
+async def _commit(bootstrap: Target, connector: str, offsets: dict[TopicPartition, int]) -> None:
     if not offsets:
         return
     consumer = clients.consumer(bootstrap, None, group_id=group_id(connector))
@@ -49,7 +54,7 @@ async def _commit(bootstrap: str, connector: str, offsets: dict[TopicPartition, 
         await consumer.stop()
 
 
-async def alter(bootstrap: str, connector: str,
+async def alter(bootstrap: Target, connector: str,
                 changes: dict[TopicPartition, int | None]) -> None:
     """Set (int) or reset (None) partitions. The group has no members: the connector is STOPPED."""
     if any(v is None for v in changes.values()):
@@ -62,5 +67,5 @@ async def alter(bootstrap: str, connector: str,
         await _commit(bootstrap, connector, {tp: int(o) for tp, o in changes.items()})
 
 
-async def reset(bootstrap: str, connector: str) -> None:
+async def reset(bootstrap: Target, connector: str) -> None:
     await _delete_group(bootstrap, connector)

@@ -101,7 +101,7 @@ class WorkerSinkTask(TaskRunner):
         self.dlq_producer = None
         dlq = None
         if error_config.dlq_topic:
-            await clients.ensure_topic(self.env.worker.bootstrap_servers, error_config.dlq_topic,
+            await clients.ensure_topic(self.env.worker, error_config.dlq_topic,
                                        1, error_config.dlq_replication_factor)
             self.dlq_producer = clients.producer(self.env.worker.bootstrap_servers,
                                                  _client_overrides(self, "producer"))

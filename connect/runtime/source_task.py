@@ -19,7 +19,7 @@ from aiokafka.structs import RecordMetadata
 from connect.api import OffsetStorageReader, SourceTask, SourceTaskContext
 from connect.config_def import ConfigException
 from connect.runtime import clients
-from connect.runtime.config import connector_config_def
+from connect.runtime.config import connector_config_def, override_errors
 from connect.runtime.errors import ErrorConfig, ErrorHandler, Stage
 from connect.runtime.offsets import offset_key
 from connect.runtime.task_runner import TaskRunner
@@ -45,7 +45,14 @@ def _parse_connector_config(config: dict[str, str], kind: str) -> dict[str, Any]
 
 
 def _client_overrides(runner: TaskRunner, client: str) -> dict[str, str]:
-    merged = runner.env.worker.prefixed(f"{client}.")
+    """The worker's ``<client>.*`` keys, then the connector's ``<client>.override.*`` ones
+    (checked against connector.client.config.override.policy, as Kafka's Worker does)."""
+    problems = override_errors(runner.env.worker.connector_client_config_override_policy,
+                               runner.connector_config)
+    if problems:
+        raise ConfigException(" ".join(problems))
+    merged = {k: v for k, v in runner.env.worker.prefixed(f"{client}.").items()
+              if not k.startswith("override.")}
     prefix = f"{client}.override."
     merged.update({k[len(prefix):]: v for k, v in runner.connector_config.items()
                    if k.startswith(prefix)})

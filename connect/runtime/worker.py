@@ -68,6 +68,11 @@ class Worker:
         if topic not in topics:
             topics.add(topic)
 
+    def _resolve(self, config: dict[str, str]) -> dict[str, str]:
+        """``${provider:path:key}`` values replaced for the connector or task (KIP-297); the
+        stored config, the REST API and change detection keep the references."""
+        return self.config.config_transformer().resolve(config)
+
     # -- connectors ----------------------------------------------------------------------------
     async def start_connector(self, name: str, config: dict[str, str],
                               target: TargetState) -> bool:
@@ -90,7 +95,7 @@ class Worker:
             instance.initialize(ConnectorContext(reconfigure, raise_error))
             handle.instance = instance
             if target is not TargetState.STOPPED:
-                await call(instance.start, dict(config))
+                await call(instance.start, self._resolve(config))
                 handle.started = True
         except Exception as exc:
             log.error("connector %s failed to start: %s", name, exc, exc_info=exc)
@@ -122,7 +127,7 @@ class Worker:
             handle.started = False
         elif target is not TargetState.STOPPED and not handle.started \
                 and handle.instance is not None:
-            await call(handle.instance.start, dict(handle.config))
+            await call(handle.instance.start, self._resolve(handle.config))
             handle.started = True
         handle.target = target
         self._connector_status(name, Status(_state_for(target), self.worker_id))
@@ -176,10 +181,11 @@ class Worker:
             runner_cls = WorkerSinkTask if issubclass(cls, SinkConnector) else WorkerSourceTask
             if not issubclass(cls, SinkConnector | SourceConnector):
                 raise TypeError(f"{cls.__name__} is neither a source nor a sink connector")
+            resolved = self._resolve(connector_config), self._resolve(task_config)
         except Exception as exc:
             self._task_status(task_id, Status.failed(self.worker_id, exc))
             return
-        runner: TaskRunner = runner_cls(env, task_id, connector_config, task_config, task_cls, target)
+        runner: TaskRunner = runner_cls(env, task_id, *resolved, task_cls, target)
         self.tasks[task_id] = runner
         runner.start()
 
