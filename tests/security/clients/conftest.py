@@ -9,6 +9,7 @@ only what its ACLs allow. Users: ``admin`` (super user), ``app`` and ``worker`` 
 from __future__ import annotations
 
 import shutil
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,9 @@ import pytest
 from helpers import free_port, reference_unavailable
 
 from security.certs import Pki, make_pki
+
+# tests/connect's worker helpers (a module of that folder, not of a package)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "connect"))
 
 PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule"
 SCRAM = "org.apache.kafka.common.security.scram.ScramLoginModule"
