@@ -104,8 +104,84 @@ def _register_windowed_kinds() -> None:
 _register_windowed_kinds()
 
 
+@dataclass(frozen=True)
+class StoreSupplier:
+    """What Kafka's ``Stores.persistentWindowStore(...)`` and friends return: the store's name,
+    kind, RocksDB or memory, and its time settings; a ``*_store_builder`` adds the serdes."""
+
+    name: str
+    kind: str
+    store_type: str
+    retention_ms: int | None = None
+    window_size_ms: int | None = None
+    retain_duplicates: bool = False
+
+    def __post_init__(self) -> None:
+        for field_name in ("retention_ms", "window_size_ms"):
+            value = getattr(self, field_name)
+            if value is not None and value < 0:
+                raise ValueError(f"store {self.name!r}: {field_name} must be >= 0, got {value}")
+        if self.kind == "window" and (self.window_size_ms or 0) > (self.retention_ms or 0):
+            raise ValueError(f"store {self.name!r}: the retention ({self.retention_ms} ms) must "
+                             f"be at least the window size ({self.window_size_ms} ms)")
+
+
+def _ms(value: Any) -> int:
+    """Durations are int milliseconds or ``datetime.timedelta``."""
+    total = getattr(value, "total_seconds", None)
+    return int(total() * 1000) if callable(total) else int(value)
+
+
+def _from_supplier(supplier: StoreSupplier, kind: str, builder_name: str,
+                   key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
+                   timestamped: bool) -> StoreBuilder:
+    if not isinstance(supplier, StoreSupplier) or supplier.kind != kind:
+        raise TypeError(f"Stores.{builder_name} takes a {kind} store supplier "
+                        f"(Stores.persistent_{kind}_store / in_memory_{kind}_store), got "
+                        f"{supplier!r}")
+    return StoreBuilder(supplier.name, kind, key_serde, value_serde, supplier.store_type,
+                        timestamped=timestamped, retention_ms=supplier.retention_ms,
+                        window_size_ms=supplier.window_size_ms,
+                        retain_duplicates=supplier.retain_duplicates)
+
+
 class Stores:
     """Factories named like Kafka's ``Stores`` for Processor API users."""
+
+    @staticmethod
+    def persistent_window_store(name: str, retention_period: Any, window_size: Any,
+                                retain_duplicates: bool = False) -> StoreSupplier:
+        return StoreSupplier(name, "window", "rocksdb", _ms(retention_period),
+                             _ms(window_size), retain_duplicates)
+
+    @staticmethod
+    def in_memory_window_store(name: str, retention_period: Any, window_size: Any,
+                               retain_duplicates: bool = False) -> StoreSupplier:
+        return StoreSupplier(name, "window", "memory", _ms(retention_period),
+                             _ms(window_size), retain_duplicates)
+
+    @staticmethod
+    def persistent_session_store(name: str, retention_period: Any) -> StoreSupplier:
+        return StoreSupplier(name, "session", "rocksdb", _ms(retention_period))
+
+    @staticmethod
+    def in_memory_session_store(name: str, retention_period: Any) -> StoreSupplier:
+        return StoreSupplier(name, "session", "memory", _ms(retention_period))
+
+    @staticmethod
+    def window_store_builder(supplier: StoreSupplier, key_serde: Serde[Any] | None = None,
+                             value_serde: Serde[Any] | None = None, *,
+                             timestamped: bool = False) -> StoreBuilder:
+        """A window store for ``Topology.add_state_store`` / ``StreamsBuilder.add_state_store``
+        (``timestamped=True`` is Kafka's ``timestampedWindowStoreBuilder``)."""
+        return _from_supplier(supplier, "window", "window_store_builder", key_serde,
+                              value_serde, timestamped)
+
+    @staticmethod
+    def session_store_builder(supplier: StoreSupplier, key_serde: Serde[Any] | None = None,
+                              value_serde: Serde[Any] | None = None) -> StoreBuilder:
+        return _from_supplier(supplier, "session", "session_store_builder", key_serde,
+                              value_serde, False)
 
     @staticmethod
     def key_value_store_builder(
