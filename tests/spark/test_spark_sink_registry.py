@@ -1,0 +1,77 @@
+"""Avro with the schema registry -> SparkSink: a standalone worker with Confluent's
+AvroConverter writes typed Spark columns from the registry schema (decimal, date,
+timestamp-millis, timestamp-micros)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "connect"))
+
+from confluent_kafka.schema_registry import SchemaRegistryClient  # noqa: E402
+from confluent_kafka.schema_registry.avro import AvroSerializer  # noqa: E402
+from confluent_kafka.serialization import MessageField, SerializationContext  # noqa: E402
+from helpers import wait_until  # noqa: E402
+from test_spark_sink import committed_rows, create_sink, create_topic  # noqa: E402
+from worker_helpers import produce, standalone  # noqa: E402
+
+from streams.registry import SchemaRegistry  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+TRADE = {"type": "record", "name": "Trade", "namespace": "market", "fields": [
+    {"name": "id", "type": "long"},
+    {"name": "symbol", "type": "string"},
+    {"name": "price", "type": {"type": "bytes", "logicalType": "decimal", "precision": 12,
+                               "scale": 4}},
+    {"name": "day", "type": {"type": "int", "logicalType": "date"}},
+    {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+    {"name": "at_us", "type": {"type": "long", "logicalType": "timestamp-micros"}},
+    {"name": "venue", "type": ["null", "string"], "default": None},
+]}
+BASE = dt.datetime(2026, 5, 1, 9, 30, tzinfo=dt.UTC)
+
+
+def trade(i: int) -> dict:
+    return {"id": i, "symbol": f"S{i % 3}", "price": decimal.Decimal(i).scaleb(-4) + 10,
+            "day": (BASE + dt.timedelta(days=i % 2)).date(),
+            "at": BASE + dt.timedelta(milliseconds=i),
+            "at_us": BASE + dt.timedelta(microseconds=i), "venue": None if i % 2 else "X"}
+
+
+def test_avro_to_spark_sink_with_typed_columns(spark, tmp_path: Path, broker) -> None:
+    create_topic(broker.bootstrap, "trades", 1)
+    with SchemaRegistry(broker.bootstrap, port=0) as registry:
+        ser = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(TRADE))
+        n = 50
+        produce(broker.bootstrap, "trades", [
+            ser(trade(i), SerializationContext("trades", MessageField.VALUE)) for i in range(n)])
+        worker = standalone(tmp_path, broker.bootstrap, **{
+            "value.converter": "io.confluent.connect.avro.AvroConverter",
+            "value.converter.schema.registry.url": registry.url,
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter"})
+        try:
+            path = tmp_path / "trades"
+            create_sink(worker.url, "trades-sink", topics="trades", path=path,
+                        **{"flush.interval.ms": 200})
+            wait_until(lambda: committed_rows(path) >= n, 90, interval=0.2, message="rows")
+        finally:
+            worker.stop()
+    df = spark.read.parquet(str(path))
+    types = dict(df.dtypes)
+    assert {k: types[k] for k in ("id", "symbol", "price", "day", "at", "at_us", "venue")} == {
+        "id": "bigint", "symbol": "string", "price": "decimal(12,4)", "day": "date",
+        "at": "timestamp", "at_us": "timestamp", "venue": "string"}
+    rows = sorted(df.collect(), key=lambda r: r["id"])
+    assert [r["id"] for r in rows] == list(range(n))
+    r7 = rows[7]
+    assert r7["price"] == decimal.Decimal("10.0007") and r7["day"] == dt.date(2026, 5, 2)
+    assert r7["at"] == dt.datetime(2026, 5, 1, 9, 30, 0, 7000)  # session time zone is UTC
+    assert r7["at_us"] == dt.datetime(2026, 5, 1, 9, 30, 0, 7)  # microseconds kept
+    assert r7["venue"] is None and rows[8]["venue"] == "X"
