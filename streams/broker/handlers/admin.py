@@ -10,6 +10,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..broker_alter import alter_broker, incremental_changes
 from ..broker_configs import describe_broker_configs
+from ..security.authorizer import (
+    ALTER,
+    ALTER_CONFIGS,
+    CLUSTER,
+    CLUSTER_NAME,
+    CREATE,
+    DESCRIBE_CONFIGS,
+    TOPIC,
+)
+from ..security.authorizer import DELETE as DELETE_OP
 from ..storage.retention import log_deletion, segments_below
 from ..topics import (
     INTERNAL_TOPICS,
@@ -28,6 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 INVALID_REQUEST = 42
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
+AUTHORIZATION_FAILED = "Authorization failed."
 INVALID_REPLICA_ASSIGNMENT = 39
 OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_ID = 100
@@ -61,12 +74,19 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
         counts[t.name] = counts.get(t.name, 0) + 1
     duplicates = [name for name, count in counts.items() if count > 1]
     results = []
+    security = broker.security
+    cluster_create = security.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME)
     for t in request.topics:
         if counts[t.name] > 1:
             continue
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None,
                                  "topic_config_error_code": 0}
         results.append(entry)
+        if not (cluster_create or security.allowed(ctx, CREATE, TOPIC, t.name)):
+            entry.update(error_code=TOPIC_AUTHORIZATION_FAILED,
+                         error_message=AUTHORIZATION_FAILED, num_partitions=-1,
+                         replication_factor=-1)
+            continue
         try:
             partitions, replication = t.num_partitions, t.replication_factor
             if t.assignments:
@@ -92,6 +112,8 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
                 for key in sorted(TOPIC_CONFIGS)
             ],
         )
+        if not security.allowed(ctx, DESCRIBE_CONFIGS, TOPIC, t.name):
+            entry.update(configs=[], topic_config_error_code=TOPIC_AUTHORIZATION_FAILED)
     for name in duplicates:
         results.append({"name": name, "error_code": INVALID_REQUEST, "num_partitions": -1,
                         "replication_factor": -1, "error_message": "Duplicate topic name.",
@@ -147,6 +169,10 @@ async def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
         if name is None:
             entry.update(error_code=UNKNOWN_TOPIC_ID, error_message="unknown topic id")
             continue
+        if not broker.security.allowed(ctx, DELETE_OP, TOPIC, name):
+            entry.update(error_code=TOPIC_AUTHORIZATION_FAILED,
+                         error_message=AUTHORIZATION_FAILED)
+            continue
         try:
             if name in INTERNAL_TOPICS:
                 raise TopicError(INVALID_REQUEST, f"internal topic {name} cannot be deleted")
@@ -164,6 +190,10 @@ async def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -
     for t in request.topics:
         entry: dict[str, Any] = {"name": t.name, "error_code": 0, "error_message": None}
         results.append(entry)
+        if not broker.security.allowed(ctx, ALTER, TOPIC, t.name):
+            entry.update(error_code=TOPIC_AUTHORIZATION_FAILED,
+                         error_message=AUTHORIZATION_FAILED)
+            continue
         try:
             await broker.topics.add_partitions_async(t.name, t.count,
                                                      validate_only=request.validate_only)
@@ -201,6 +231,10 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
                 f"{MAX_RESOURCE_NAME}"))
             continue
         wanted = set(resource.configuration_keys) if resource.configuration_keys else None
+        refused = _configs_refused(broker, ctx, resource, DESCRIBE_CONFIGS)
+        if refused is not None:
+            entry.update(refused)
+            continue
         if resource.resource_type == RESOURCE_TOPIC:
             try:
                 topic = broker.topics.get(resource.resource_name)
@@ -227,14 +261,31 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
     return {"throttle_time": 0, "results": results}
 
 
+def _configs_refused(broker: Broker, ctx: RequestContext, resource: Any, operation: int
+                     ) -> dict[str, Any] | None:
+    """DESCRIBE_CONFIGS / ALTER_CONFIGS on the topic, or on the cluster for BROKER resources."""
+    if resource.resource_type == RESOURCE_TOPIC and not broker.security.allowed(
+            ctx, operation, TOPIC, resource.resource_name):
+        return {"error_code": TOPIC_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED}
+    if resource.resource_type == RESOURCE_BROKER and not broker.security.allowed(
+            ctx, operation, CLUSTER, CLUSTER_NAME):
+        return {"error_code": CLUSTER_AUTHORIZATION_FAILED,
+                "error_message": AUTHORIZATION_FAILED}
+    return None
+
+
 @handles(21, 0, 2)
 async def delete_records(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     topics = []
     for t in request.topics:
         partitions = []
+        deletable = broker.security.allowed(ctx, DELETE_OP, TOPIC, t.name)
         for p in t.partitions:
             entry = {"partition_index": p.partition_index, "low_watermark": -1, "error_code": 0}
             partitions.append(entry)
+            if not deletable:
+                entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                continue
             try:
                 plog = broker.topics.partition(t.name, p.partition_index)
             except TopicError as exc:
@@ -286,13 +337,18 @@ def _apply_incremental(current: dict[str, str], effective: Any, changes: Any) ->
     return updated
 
 
-def _alter_topics(broker: Broker, request: Any,
+def _alter_topics(broker: Broker, ctx: RequestContext, request: Any,
                   new_configs: Callable[[Topic, Any], dict[str, str]],
                   broker_changes: Callable[[Any], dict[str, str | None]]) -> dict:
     """Shared by both alter APIs: per topic resource, compute, validate and store the configs;
     BROKER resources go to broker_alter."""
     responses = []
     for resource in request.resources:
+        refused = _configs_refused(broker, ctx, resource, ALTER_CONFIGS)
+        if refused is not None:
+            responses.append(_alter_result(resource, refused["error_code"],
+                                           refused["error_message"]))
+            continue
         if resource.resource_type == RESOURCE_BROKER:
             try:
                 alter_broker(broker, resource, broker_changes(resource), request.validate_only)
@@ -318,7 +374,7 @@ def _alter_topics(broker: Broker, request: Any,
 
 @handles(44, 0, 1)
 async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
-    return _alter_topics(broker, request, lambda topic, resource: _apply_incremental(
+    return _alter_topics(broker, ctx, request, lambda topic, resource: _apply_incremental(
         topic.configs, lambda key: broker.topics.effective_config(topic, key), resource.configs),
         incremental_changes)
 
@@ -326,6 +382,6 @@ async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request
 @handles(33, 0, 2)
 async def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
     """The legacy API: the given set replaces every dynamic config of the topic."""
-    return _alter_topics(broker, request,
+    return _alter_topics(broker, ctx, request,
                          lambda topic, resource: {c.name: c.value for c in resource.configs},
                          lambda resource: {c.name: c.value for c in resource.configs})

@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
+from ..security.authorizer import ALTER, CLUSTER, CLUSTER_NAME, DESCRIBE
 from ..topics import TopicError
 from . import handles
 
@@ -26,6 +27,16 @@ INVALID_REPLICA_ASSIGNMENT = 39
 LOG_DIR_NOT_FOUND = 57
 ELECTION_NOT_NEEDED = 84
 NO_REASSIGNMENT_IN_PROGRESS = 85
+CLUSTER_AUTHORIZATION_FAILED = 31
+
+
+def _refused(broker: Broker, ctx: RequestContext, operation: int, **empty: Any
+             ) -> dict[str, Any] | None:
+    """These APIs need ALTER or DESCRIBE on the cluster (Kafka's operation table)."""
+    if broker.security.allowed(ctx, operation, CLUSTER, CLUSTER_NAME):
+        return None
+    return {"throttle_time": 0, "error_code": CLUSTER_AUTHORIZATION_FAILED,
+            "error_message": "Cluster authorization failed.", **empty}
 
 
 def log_dir(broker: Broker) -> str:
@@ -68,6 +79,9 @@ def _lookup(broker: Broker, topic: str, partition: int) -> PartitionLog | None:
 async def elect_leaders(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     """Every partition's only replica already leads, so no election (preferred or unclean) is
     ever needed."""
+    refused = _refused(broker, ctx, ALTER, replica_election_results=[])
+    if refused is not None:
+        return refused
     results = []
     for topic, partition in _requested(request.topic_partitions, broker, "topic", "partitions"):
         if _lookup(broker, topic, partition) is None:
@@ -96,6 +110,9 @@ async def describe_log_dirs(broker: Broker, ctx: RequestContext, request: Any) -
     Capped at v4: kafka-python infers "Kafka 4.3" from DescribeLogDirs v5 (cordoned log dirs)
     and would then expect KRaft-only APIs we do not have.
     """
+    refused = _refused(broker, ctx, DESCRIBE, results=[])
+    if refused is not None:
+        return refused
     directory = log_dir(broker)
     topics: dict[str, list[dict[str, Any]]] = {}
     for topic, partition in _requested(request.topics, broker, "topic", "partitions"):
@@ -133,9 +150,11 @@ def _move_error(broker: Broker, path: str, topic: str, partition: int) -> int:
 @handles(34, 1, 2)
 async def alter_replica_log_dirs(broker: Broker, ctx: RequestContext,
                                  request: Any) -> dict[str, Any]:
+    allowed = broker.security.allowed(ctx, ALTER, CLUSTER, CLUSTER_NAME)
     results = [
         (t.name, {"partition_index": p,
-                  "error_code": _move_error(broker, d.path, t.name, p)})
+                  "error_code": _move_error(broker, d.path, t.name, p) if allowed
+                  else CLUSTER_AUTHORIZATION_FAILED})
         for d in request.dirs for t in d.topics for p in t.partitions
     ]
     return {
@@ -170,6 +189,9 @@ def _reassignment_error(broker: Broker, topic: str, partition: int,
 async def alter_partition_reassignments(broker: Broker, ctx: RequestContext,
                                         request: Any) -> dict[str, Any]:
     """Reassigning a partition to the replica set it already has completes at once."""
+    refused = _refused(broker, ctx, ALTER, responses=[])
+    if refused is not None:
+        return refused
     results = []
     for t in request.topics:
         for p in t.partitions:
@@ -192,4 +214,7 @@ async def alter_partition_reassignments(broker: Broker, ctx: RequestContext,
 async def list_partition_reassignments(broker: Broker, ctx: RequestContext,
                                        request: Any) -> dict[str, Any]:
     """Reassignments finish the moment they are accepted, so none is ever ongoing."""
+    refused = _refused(broker, ctx, DESCRIBE, topics=[])
+    if refused is not None:
+        return refused
     return {"throttle_time": 0, "error_code": 0, "error_message": None, "topics": []}

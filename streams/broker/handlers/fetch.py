@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol import ms
 from ..records import iter_batches
+from ..security.authorizer import DESCRIBE, READ, TOPIC
 from ..storage.files import FILES, LOG
 from ..storage.slices import FileSlice, Frame
 from ..storage.timestamps import record_with_timestamp
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from ..storage.log import PartitionLog
 
 OFFSET_OUT_OF_RANGE = 1
+TOPIC_AUTHORIZATION_FAILED = 29
 READ_COMMITTED = 1
 LATEST = -1
 EARLIEST = -2
@@ -34,7 +36,7 @@ ZERO_COPY_MIN_BYTES = 16 * 1024
 
 
 def _read_partitions(
-    broker: Broker, request: Any
+    broker: Broker, request: Any, denied: frozenset[str] = frozenset()
 ) -> tuple[list[dict[str, Any]], int, list[PartitionLog]]:
     """Every partition's answer; its ``records`` are located, not read: (segment, start, stop)
     or b"", so that a long poll that wakes up reads no record bytes until it answers."""
@@ -57,6 +59,9 @@ def _read_partitions(
                 "records": b"",
             }
             partitions.append(entry)
+            if topic.topic in denied:  # READ refused: checked before existence, as Kafka
+                entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                continue
             try:
                 log = broker.topics.partition(topic.topic, p.partition)
             except TopicError as exc:
@@ -115,8 +120,10 @@ async def fetch(broker: Broker, ctx: RequestContext, request: Any) -> Frame:
     the connection sends big record sets from the segment files with sendfile(2)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ms(request.max_wait) / 1000
+    denied = frozenset(t.topic for t in request.topics
+                       if not broker.security.allowed(ctx, READ, TOPIC, t.topic))
     while True:
-        responses, total, logs = _read_partitions(broker, request)
+        responses, total, logs = _read_partitions(broker, request, denied)
         remaining = deadline - loop.time()
         errors = any(p["error_code"] for t in responses for p in t["partitions"])
         satisfied = request.min_bytes <= 0 or (total > 0 and total >= request.min_bytes)
@@ -160,10 +167,14 @@ async def list_offsets(broker: Broker, ctx: RequestContext, request: Any) -> dic
     topics = []
     for topic in request.topics:
         partitions = []
+        describable = broker.security.allowed(ctx, DESCRIBE, TOPIC, topic.name)
         for p in topic.partitions:
             entry = {"partition_index": p.partition_index, "error_code": 0, "timestamp": -1,
                      "offset": -1, "leader_epoch": 0}
             partitions.append(entry)
+            if not describable:
+                entry.update(error_code=TOPIC_AUTHORIZATION_FAILED, leader_epoch=-1)
+                continue
             try:
                 log = broker.topics.partition(topic.name, p.partition_index)
             except TopicError as exc:

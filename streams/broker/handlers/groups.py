@@ -14,8 +14,18 @@ from ..groups import errors
 from ..groups.coordinator import JoinRequest
 from ..groups.offsets_codec import NO_LEADER_EPOCH, OffsetAndMetadata
 from ..protocol import ms
+from ..security.authorizer import (
+    CLUSTER,
+    CLUSTER_NAME,
+    DELETE,
+    DESCRIBE,
+    GROUP,
+    READ,
+    TOPIC,
+    TRANSACTIONAL_ID,
+)
 from . import handles
-from .authorized import GROUP_OPERATIONS, authorized_operations
+from .authorized import GROUP_OPERATIONS, NOT_REQUESTED
 
 if TYPE_CHECKING:
     from ..protocol import RequestContext
@@ -24,6 +34,13 @@ if TYPE_CHECKING:
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 GROUP_TYPE_CLASSIC = "classic"
+TOPIC_AUTHORIZATION_FAILED = 29
+GROUP_AUTHORIZATION_FAILED = 30
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
+
+
+def _group_ok(broker: Broker, ctx: RequestContext, operation: int, group_id: str) -> bool:
+    return broker.security.allowed(ctx, operation, GROUP, group_id)
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -47,9 +64,20 @@ async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) ->
         found = {"error_code": errors.INVALID_REQUEST,
                  "error_message": f"unknown coordinator key type {key_type}",
                  "node_id": -1, "host": "", "port": -1}
+    def answer(key: str) -> dict[str, Any]:
+        resource = GROUP if key_type == KEY_TYPE_GROUP else TRANSACTIONAL_ID
+        if key_type in (KEY_TYPE_GROUP, KEY_TYPE_TRANSACTION) and \
+                not broker.security.allowed(ctx, DESCRIBE, resource, key):
+            code = GROUP_AUTHORIZATION_FAILED if resource == GROUP else \
+                TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            return {"error_code": code, "error_message": None, "node_id": -1, "host": "",
+                    "port": -1}
+        return found
+
     if ctx.api_version >= 4:
-        return {"throttle_time": 0, "coordinators": [{"key": key, **found} for key in keys]}
-    return {"throttle_time": 0, **found}
+        return {"throttle_time": 0, "coordinators": [{"key": key, **answer(key)}
+                                                     for key in keys]}
+    return {"throttle_time": 0, **answer(keys[0])}
 
 
 # -- membership ---------------------------------------------------------------------------------
@@ -57,6 +85,10 @@ async def find_coordinator(broker: Broker, ctx: RequestContext, request: Any) ->
 
 @handles(11, 0, 9)
 async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if not _group_ok(broker, ctx, READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED,
+                "generation_id": -1, "leader": "", "member_id": request.member_id or "",
+                "members": []}
     session_ms = ms(request.session_timeout)
     rebalance = getattr(request, "rebalance_timeout", None)
     req = JoinRequest(
@@ -98,6 +130,9 @@ async def join_group(broker: Broker, ctx: RequestContext, request: Any) -> dict[
 
 @handles(14, 0, 5)
 async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if not _group_ok(broker, ctx, READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED,
+                "assignment": b""}
     result = await broker.groups.sync_group(
         request.group_id,
         request.generation_id,
@@ -118,6 +153,8 @@ async def sync_group(broker: Broker, ctx: RequestContext, request: Any) -> dict[
 
 @handles(12, 0, 4)
 async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if not _group_ok(broker, ctx, READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED}
     error = broker.groups.heartbeat(request.group_id, request.generation_id, request.member_id,
                                     getattr(request, "group_instance_id", None))
     return {"throttle_time": 0, "error_code": error}
@@ -125,6 +162,8 @@ async def heartbeat(broker: Broker, ctx: RequestContext, request: Any) -> dict[s
 
 @handles(13, 0, 5)
 async def leave_group(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    if not _group_ok(broker, ctx, READ, request.group_id):
+        return {"throttle_time": 0, "error_code": GROUP_AUTHORIZATION_FAILED, "members": []}
     if ctx.api_version >= 3:
         leaving = [(m.member_id or "", m.group_instance_id) for m in request.members]
     else:
@@ -150,10 +189,17 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> di
     offsets: dict[tuple[str, int], OffsetAndMetadata] = {}
     order: list[tuple[str, list[int]]] = []
     now = _now_ms()
+    refused: dict[tuple[str, int], int] = {}
+    group_ok = _group_ok(broker, ctx, READ, request.group_id)
     for topic in request.topics:
         indexes = []
+        topic_ok = group_ok and broker.security.allowed(ctx, READ, TOPIC, topic.name)
         for p in topic.partitions:
             indexes.append(p.partition_index)
+            if not topic_ok:
+                refused[(topic.name, p.partition_index)] = TOPIC_AUTHORIZATION_FAILED \
+                    if group_ok else GROUP_AUTHORIZATION_FAILED
+                continue
             offsets[(topic.name, p.partition_index)] = OffsetAndMetadata(
                 p.committed_offset,
                 getattr(p, "committed_leader_epoch", NO_LEADER_EPOCH),
@@ -161,14 +207,16 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> di
                 now,
             )
         order.append((topic.name, indexes))
-    results = await broker.groups.commit_offsets(
-        request.group_id,
-        request.generation_id_or_member_epoch,
-        request.member_id or "",
-        getattr(request, "group_instance_id", None),
-        offsets,
-        errors.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else errors.ILLEGAL_GENERATION,
-    )
+    results: dict[tuple[str, int], int] = dict(refused)
+    if offsets or not refused:
+        results.update(await broker.groups.commit_offsets(
+            request.group_id,
+            request.generation_id_or_member_epoch,
+            request.member_id or "",
+            getattr(request, "group_instance_id", None),
+            offsets,
+            errors.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else errors.ILLEGAL_GENERATION,
+        ))
     return {
         "throttle_time": 0,
         "topics": [
@@ -181,15 +229,26 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> di
     }
 
 
-def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: bool
-                 ) -> list[dict[str, Any]]:
-    """One group's OffsetFetch answer, as the list of topics with their partitions."""
+def _fetch_group(broker: Broker, ctx: RequestContext, group_id: str, topics: Any,
+                 require_stable: bool) -> list[dict[str, Any]]:
+    """One group's OffsetFetch answer, as the list of topics with their partitions. Topics
+    need DESCRIBE: named ones are refused per partition, unnamed (all) ones left out."""
     wanted = None
-    if topics is not None:
-        wanted = [(t.name, index) for t in topics for index in t.partition_indexes]
     by_topic: dict[str, list[dict[str, Any]]] = {}
+    if topics is not None:
+        wanted = []
+        for t in topics:
+            if broker.security.allowed(ctx, DESCRIBE, TOPIC, t.name):
+                wanted += [(t.name, index) for index in t.partition_indexes]
+            else:
+                by_topic[t.name] = [{"partition_index": index, "committed_offset": -1,
+                                     "committed_leader_epoch": NO_LEADER_EPOCH, "metadata": "",
+                                     "error_code": TOPIC_AUTHORIZATION_FAILED}
+                                    for index in t.partition_indexes]
     for (topic, partition), value, error in broker.groups.fetch_offsets(
             group_id, wanted, require_stable):
+        if wanted is None and not broker.security.allowed(ctx, DESCRIBE, TOPIC, topic):
+            continue
         by_topic.setdefault(topic, []).append({
             "partition_index": partition,
             "committed_offset": value.offset if value else -1,
@@ -203,26 +262,36 @@ def _fetch_group(broker: Broker, group_id: str, topics: Any, require_stable: boo
 @handles(9, 1, 9)
 async def offset_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     require_stable = bool(getattr(request, "require_stable", False))
+
+    def one(group_id: str, topics: Any) -> tuple[int, list[dict[str, Any]]]:
+        if not _group_ok(broker, ctx, DESCRIBE, group_id):
+            return GROUP_AUTHORIZATION_FAILED, []
+        return errors.NONE, _fetch_group(broker, ctx, group_id, topics, require_stable)
+
     if ctx.api_version >= 8:
-        return {
-            "throttle_time": 0,
-            "groups": [
-                {"group_id": g.group_id, "error_code": errors.NONE,
-                 "topics": _fetch_group(broker, g.group_id, g.topics, require_stable)}
-                for g in request.groups
-            ],
-        }
-    return {
-        "throttle_time": 0,
-        "error_code": errors.NONE,
-        "topics": _fetch_group(broker, request.group_id, request.topics, require_stable),
-    }
+        groups = []
+        for g in request.groups:
+            code, topics = one(g.group_id, g.topics)
+            groups.append({"group_id": g.group_id, "error_code": code, "topics": topics})
+        return {"throttle_time": 0, "groups": groups}
+    code, topics = one(request.group_id, request.topics)
+    return {"throttle_time": 0, "error_code": code, "topics": topics}
 
 
 @handles(47, 0, 0)
 async def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    wanted = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    if not _group_ok(broker, ctx, DELETE, request.group_id):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED, "throttle_time": 0, "topics": []}
+    wanted, refused = [], {}
+    for t in request.topics:
+        readable = broker.security.allowed(ctx, READ, TOPIC, t.name)
+        for p in t.partitions:
+            if readable:
+                wanted.append((t.name, p.partition_index))
+            else:
+                refused[(t.name, p.partition_index)] = TOPIC_AUTHORIZATION_FAILED
     error, results = await broker.groups.delete_group_offsets(request.group_id, wanted)
+    results = {**refused, **results}
     by_topic: dict[str, list[dict[str, Any]]] = {}
     for (topic, partition), code in results.items():
         by_topic.setdefault(topic, []).append({"partition_index": partition, "error_code": code})
@@ -236,7 +305,13 @@ async def offset_delete(broker: Broker, ctx: RequestContext, request: Any) -> di
 @handles(15, 0, 5)
 async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     groups = []
+    requested = bool(getattr(request, "include_authorized_operations", False))
     for group_id in request.groups:
+        if not _group_ok(broker, ctx, DESCRIBE, group_id):
+            groups.append({"error_code": GROUP_AUTHORIZATION_FAILED, "group_id": group_id,
+                           "group_state": "", "protocol_type": "", "protocol_data": "",
+                           "members": [], "authorized_operations": NOT_REQUESTED})
+            continue
         summary = broker.groups.describe(group_id)
         groups.append({
             "error_code": errors.NONE,
@@ -250,8 +325,8 @@ async def describe_groups(broker: Broker, ctx: RequestContext, request: Any) -> 
                  "member_assignment": assignment}
                 for mid, iid, client_id, host, metadata, assignment in summary.members
             ],
-            "authorized_operations": authorized_operations(
-                GROUP_OPERATIONS, getattr(request, "include_authorized_operations", False)),
+            "authorized_operations": broker.security.authorized_operations(
+                ctx, GROUP, group_id, GROUP_OPERATIONS) if requested else NOT_REQUESTED,
         })
     return {"throttle_time": 0, "groups": groups}
 
@@ -261,7 +336,11 @@ async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> dict
     states = {s.lower() for s in getattr(request, "states_filter", ()) or ()}
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
     groups = []
+    # DESCRIBE on the cluster lists every group; otherwise only the describable ones.
+    everything = broker.security.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME)
     for group_id, protocol_type, state in broker.groups.list_groups():
+        if not everything and not _group_ok(broker, ctx, DESCRIBE, group_id):
+            continue
         if states and state.lower() not in states:
             continue
         if types and GROUP_TYPE_CLASSIC not in types:
@@ -273,10 +352,13 @@ async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> dict
 
 @handles(42, 0, 2)
 async def delete_groups(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
-    results = await broker.groups.delete_groups(list(request.groups_names))
+    names = list(request.groups_names)
+    allowed = [gid for gid in names if _group_ok(broker, ctx, DELETE, gid)]
+    results = await broker.groups.delete_groups(allowed) if allowed else {}
     return {
         "throttle_time": 0,
-        "results": [{"group_id": gid, "error_code": error} for gid, error in results.items()],
+        "results": [{"group_id": gid, "error_code": results.get(gid, GROUP_AUTHORIZATION_FAILED)}
+                    for gid in dict.fromkeys(names)],
     }
 
 

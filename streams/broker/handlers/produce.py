@@ -8,6 +8,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..records import BatchHeader, InvalidBatch, validate_produced
+from ..security.authorizer import (
+    CLUSTER,
+    CLUSTER_NAME,
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+)
 from ..storage.log import StorageError
 from ..storage.producer_state import ProducerError
 from ..topics import INTERNAL_TOPICS, INVALID_TOPIC_EXCEPTION, TopicError
@@ -24,6 +32,8 @@ log = logging.getLogger(__name__)
 CORRUPT_MESSAGE = 2
 MESSAGE_TOO_LARGE = 10
 INVALID_REQUIRED_ACKS = 21
+TOPIC_AUTHORIZATION_FAILED = 29
+CLUSTER_AUTHORIZATION_FAILED = 31
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 KAFKA_STORAGE_ERROR = 56
 INVALID_RECORD = 87
@@ -223,6 +233,10 @@ def _refuse_request(request: Any) -> dict[str, Any] | None:
         code = INVALID_REQUIRED_ACKS
     else:
         return None
+    return _refusal(request, code)
+
+
+def _refusal(request: Any, code: int) -> dict[str, Any]:
     return {"throttle_time": 0, "responses": [
         {"name": t.name, "partition_responses": [_partition_result(p.index, code)
                                                  for p in t.partition_data]}
@@ -240,6 +254,9 @@ def _first_batch_transactional(records: bytes | None) -> bool:
 @handles(0, 3, 9)
 async def produce(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any] | None:
     refused = _refuse_request(request)
+    if refused is None and request.transactional_id is not None and \
+            not broker.security.allowed(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+        refused = _refusal(request, TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if refused is not None:
         return None if request.acks == 0 else refused
     responses = []
@@ -247,7 +264,12 @@ async def produce(broker: Broker, ctx: RequestContext, request: Any) -> dict[str
     queued: list[tuple[_Staged, dict[str, Any], tuple[Any, asyncio.Future[None]]]] = []
     for topic in request.topic_data:
         partition_results = []
+        writable = broker.security.allowed(ctx, WRITE, TOPIC, topic.name)
         for pdata in topic.partition_data:
+            if not writable:  # before existence: an unauthorized caller learns nothing
+                partition_results.append(_partition_result(pdata.index,
+                                                           TOPIC_AUTHORIZATION_FAILED))
+                continue
             staged = _stage(broker, topic.name, pdata.index, pdata.records)
             if isinstance(staged, dict):
                 result = staged
@@ -282,8 +304,17 @@ async def produce(broker: Broker, ctx: RequestContext, request: Any) -> dict[str
 
 @handles(22, 0, 4)
 async def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    security = broker.security
     if request.transactional_id is not None:
+        if not security.allowed(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+            return {"throttle_time": 0, "error_code": TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                    "producer_id": -1, "producer_epoch": -1}
         return await broker.transactions.init_producer_id(ctx.api_version, request)
+    # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic, allows idempotence.
+    if not (security.allowed(ctx, IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)
+            or security.any_allowed(ctx, WRITE, TOPIC)):
+        return {"throttle_time": 0, "error_code": CLUSTER_AUTHORIZATION_FAILED,
+                "producer_id": -1, "producer_epoch": -1}
     return {
         "throttle_time": 0,
         "error_code": 0,

@@ -13,9 +13,10 @@ from tests.security.certs import Pki, make_pki
 
 ADMIN, ADMIN_PW = "admin", "admin-secret"
 ALICE, ALICE_PW = "alice", "alice-secret"
+EVE, EVE_PW = "eve", "eve-secret"
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required '
         f'username="{ADMIN}" password="{ADMIN_PW}" user_{ADMIN}="{ADMIN_PW}" '
-        f'user_{ALICE}="{ALICE_PW}";')
+        f'user_{ALICE}="{ALICE_PW}" user_{EVE}="{EVE_PW}";')
 
 
 @pytest.fixture(scope="session")
