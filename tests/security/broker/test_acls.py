@@ -322,6 +322,7 @@ def test_groups_cluster_and_transactional_ids(broker: SecuredBroker, admin: Conn
 def test_certificate_principal_and_all(broker: SecuredBroker, admin: Connection, pki: Pki
                                        ) -> None:
     """mTLS: the principal is the certificate subject in RFC 2253 form (CN first)."""
+    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     topic = _name("mtls")
@@ -337,7 +338,7 @@ def test_certificate_principal_and_all(broker: SecuredBroker, admin: Connection,
     assert topic in client.list_topics(timeout=10).topics
     without_cert = AdminClient({k: v for k, v in settings.items()
                                 if not k.startswith(("ssl.certificate", "ssl.key"))})
-    with pytest.raises(Exception):  # ssl.client.auth=required on this listener
+    with pytest.raises(KafkaException):  # ssl.client.auth=required on this listener
         without_cert.list_topics(timeout=3)
 
 
