@@ -19,6 +19,11 @@ from . import (
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="streams", description="streams command line")
+    # Taken out of argv before parsing (see main), so they work after any subcommand too.
+    parser.add_argument("--log-level", metavar="LEVEL",
+                        help="CRITICAL, ERROR, WARNING, INFO (default) or DEBUG; any command")
+    parser.add_argument("--log-format", metavar="text|json",
+                        help="log lines as text (default) or one JSON object per line")
     sub = parser.add_subparsers(dest="command", required=True)
     broker_cmd.add_parser(sub)
     topics_cmd.add_parser(sub)
@@ -31,10 +36,27 @@ def build_parser() -> argparse.ArgumentParser:
     from . import registry_cmd  # noqa: I001 - kept apart to keep this edit small
 
     registry_cmd.add_parser(sub)
+    from . import health_cmd  # noqa: I001
+
+    health_cmd.add_parser(sub)
+    from . import acls_cmd, users_cmd  # noqa: I001
+
+    acls_cmd.add_parser(sub)
+    users_cmd.add_parser(sub)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from ..metrics.logs import configure_logging, install_client_log_filter, take_logging_options
+
+    try:
+        argv, level, fmt = take_logging_options(list(sys.argv[1:] if argv is None else argv))
+        if level or fmt:
+            configure_logging(level, fmt)
+    except ValueError as exc:
+        print(f"streams: {exc}", file=sys.stderr)
+        return 2
+    install_client_log_filter()
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.func(args) or 0)

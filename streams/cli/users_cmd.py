@@ -1,0 +1,234 @@
+"""`streams users scram-set | describe | delete`: SCRAM credentials through Kafka's
+AlterUserScramCredentials / DescribeUserScramCredentials (KIP-554), as kafka-configs.sh
+--entity-type users --alter --add-config 'SCRAM-SHA-256=[password=...]' does.
+
+The client salts and hashes (PBKDF2, RFC 5802's Hi) and sends only the salted password; the
+broker derives and stores StoredKey/ServerKey. aiokafka has no classes for these two APIs, so
+their v0 (flexible) schemas are declared here with aiokafka's protocol types.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import hashlib
+import os
+import secrets
+import sys
+from pathlib import Path
+from typing import Any
+
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.types import (
+    CompactArray,
+    CompactBytes,
+    CompactString,
+    Int8,
+    Int16,
+    Int32,
+    Schema,
+    TaggedFields,
+)
+
+from .acls_cmd import send
+from .client import CliError, add_bootstrap_argument, admin_client, error_message, run_command
+
+PROG = "streams users"
+MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
+NAMES = {code: name for name, (code, _) in MECHANISMS.items()}
+PASSWORD_ENV = "STREAMS_SCRAM_PASSWORD"
+
+
+class DescribeUserScramCredentialsResponse_v0(Response):  # noqa: N801 (aiokafka's naming)
+    API_KEY = 50
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32), ("error_code", Int16),
+        ("error_message", CompactString("utf-8")),
+        ("results", CompactArray(
+            ("user", CompactString("utf-8")), ("error_code", Int16),
+            ("error_message", CompactString("utf-8")),
+            ("credential_infos", CompactArray(("mechanism", Int8), ("iterations", Int32),
+                                              ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class DescribeUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
+    FLEXIBLE_VERSION = True
+    API_KEY = 50
+    API_VERSION = 0
+    RESPONSE_TYPE = DescribeUserScramCredentialsResponse_v0
+    SCHEMA = Schema(("users", CompactArray(("name", CompactString("utf-8")),
+                                           ("tags", TaggedFields))),
+                    ("tags", TaggedFields))
+
+
+class DescribeUserScramCredentials(Request[DescribeUserScramCredentialsRequest_v0]):
+    API_KEY = 50
+
+    def __init__(self, users: list[str] | None) -> None:
+        self.users = users
+
+    def build(self, request_struct_class: type[DescribeUserScramCredentialsRequest_v0]
+              ) -> DescribeUserScramCredentialsRequest_v0:
+        users = None if self.users is None else [(name, {}) for name in self.users]
+        return request_struct_class(users, {})
+
+
+class AlterUserScramCredentialsResponse_v0(Response):  # noqa: N801
+    API_KEY = 51
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("results", CompactArray(("user", CompactString("utf-8")), ("error_code", Int16),
+                                 ("error_message", CompactString("utf-8")),
+                                 ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class AlterUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
+    FLEXIBLE_VERSION = True
+    API_KEY = 51
+    API_VERSION = 0
+    RESPONSE_TYPE = AlterUserScramCredentialsResponse_v0
+    SCHEMA = Schema(
+        ("deletions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
+                                   ("tags", TaggedFields))),
+        ("upsertions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
+                                    ("iterations", Int32), ("salt", CompactBytes),
+                                    ("salted_password", CompactBytes),
+                                    ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class AlterUserScramCredentials(Request[AlterUserScramCredentialsRequest_v0]):
+    API_KEY = 51
+
+    def __init__(self, deletions: list[tuple[str, int]],
+                 upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
+        self.deletions = deletions
+        self.upsertions = upsertions
+
+    def build(self, request_struct_class: type[AlterUserScramCredentialsRequest_v0]
+              ) -> AlterUserScramCredentialsRequest_v0:
+        return request_struct_class([(*d, {}) for d in self.deletions],
+                                    [(*u, {}) for u in self.upsertions], {})
+
+
+def _mechanism(value: str) -> str:
+    name = value.strip().upper()
+    if name not in MECHANISMS:
+        raise argparse.ArgumentTypeError(f"unknown mechanism {value!r}; use SCRAM-SHA-256 or "
+                                         "SCRAM-SHA-512")
+    return name
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    users = sub.add_parser("users", help="manage SCRAM users (SCRAM-SHA-256/512)")
+    users_sub = users.add_subparsers(dest="users_command", required=True)
+
+    set_cmd = users_sub.add_parser("scram-set", help="create a SCRAM user or change its "
+                                   "password")
+    add_bootstrap_argument(set_cmd)
+    set_cmd.add_argument("name")
+    set_cmd.add_argument("--mechanism", type=_mechanism, action="append",
+                         help="SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable; default both)")
+    set_cmd.add_argument("--iterations", type=int, default=4096,
+                         help="PBKDF2 iterations, 4096..16384 (default 4096, as Kafka)")
+    source = set_cmd.add_mutually_exclusive_group()
+    source.add_argument("--password-file", type=Path,
+                        help="file whose first line is the password")
+    source.add_argument("--password-stdin", action="store_true",
+                        help="read the password from standard input")
+    set_cmd.set_defaults(func=lambda a: run_command(PROG, lambda: scram_set(a)))
+
+    describe = users_sub.add_parser("describe", help="SCRAM mechanisms and iterations per user")
+    add_bootstrap_argument(describe)
+    describe.add_argument("names", nargs="*", help="users (default: all)")
+    describe.set_defaults(func=lambda a: run_command(PROG, lambda: scram_describe(a)))
+
+    delete = users_sub.add_parser("delete", help="delete a user's SCRAM credentials")
+    add_bootstrap_argument(delete)
+    delete.add_argument("name")
+    delete.add_argument("--mechanism", type=_mechanism, action="append",
+                        help="SCRAM-SHA-256 or SCRAM-SHA-512 (repeatable; default both)")
+    delete.set_defaults(func=lambda a: run_command(PROG, lambda: scram_delete(a)))
+
+
+def _password(args: argparse.Namespace) -> str:
+    """From a file, stdin, $STREAMS_SCRAM_PASSWORD or a prompt: never from the command line,
+    where other users of the machine can read it (ps)."""
+    if args.password_file is not None:
+        try:
+            lines = args.password_file.read_text().splitlines()
+        except OSError as exc:
+            raise CliError(f"cannot read --password-file: {exc.strerror}", 2) from None
+        password = lines[0] if lines else ""
+    elif args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    elif os.environ.get(PASSWORD_ENV):
+        password = os.environ[PASSWORD_ENV]
+    else:
+        password = getpass.getpass(f"password for {args.name}: ")
+    if not password:
+        raise CliError("the password is empty", 2)
+    return password
+
+
+def _results(response: Any, action: str) -> int:
+    failed = 0
+    for user, code, message, *_tags in response.results:
+        if code:
+            failed = 1
+            print(f"{PROG}: cannot {action} {user}: {error_message(code, message)}",
+                  file=sys.stderr)
+    return failed
+
+
+async def scram_set(args: argparse.Namespace) -> int:
+    password = _password(args).encode()
+    upsertions = []
+    for mechanism in args.mechanism or list(MECHANISMS):
+        code, digest = MECHANISMS[mechanism]
+        salt = secrets.token_bytes(32)
+        salted = hashlib.pbkdf2_hmac(digest, password, salt, args.iterations)
+        upsertions.append((args.name, code, args.iterations, salt, salted))
+    async with admin_client(args) as admin:
+        response = await send(admin, AlterUserScramCredentials([], upsertions))
+    if _results(response, "set the credentials of"):
+        return 1
+    names = ", ".join(args.mechanism or list(MECHANISMS))
+    print(f"set {names} credentials of user {args.name} ({args.iterations} iterations)")
+    return 0
+
+
+async def scram_describe(args: argparse.Namespace) -> int:
+    async with admin_client(args) as admin:
+        response = await send(admin, DescribeUserScramCredentials(args.names or None))
+    if response.error_code:
+        raise CliError(error_message(response.error_code, response.error_message))
+    failed = 0
+    for user, code, message, infos, *_tags in response.results:
+        if code:
+            failed = 1
+            print(f"{PROG}: {user}: {error_message(code, message)}", file=sys.stderr)
+            continue
+        described = ", ".join(f"{NAMES.get(m, m)} iterations={i}" for m, i, *_ in infos)
+        print(f"{user}: {described}")
+    return failed
+
+
+async def scram_delete(args: argparse.Namespace) -> int:
+    deletions = [(args.name, MECHANISMS[m][0]) for m in args.mechanism or list(MECHANISMS)]
+    async with admin_client(args) as admin:
+        described = await send(admin, DescribeUserScramCredentials([args.name]))
+        if not args.mechanism and described.results and not described.results[0][1]:
+            # Delete only what exists when no mechanism is named (a missing one is an error).
+            present = {m for m, *_ in described.results[0][3]}
+            deletions = [d for d in deletions if d[1] in present]
+        response = await send(admin, AlterUserScramCredentials(deletions, []))
+    if _results(response, "delete the credentials of"):
+        return 1
+    print(f"deleted the SCRAM credentials of user {args.name}")
+    return 0
