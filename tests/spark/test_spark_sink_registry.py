@@ -75,3 +75,32 @@ def test_avro_to_spark_sink_with_typed_columns(spark, tmp_path: Path, broker) ->
     assert r7["at"] == dt.datetime(2026, 5, 1, 9, 30, 0, 7000)  # session time zone is UTC
     assert r7["at_us"] == dt.datetime(2026, 5, 1, 9, 30, 0, 7)  # microseconds kept
     assert r7["venue"] is None and rows[8]["venue"] == "X"
+
+
+def test_streams_source_decodes_through_the_registry(spark, broker) -> None:
+    """``from_registry`` on the ``streams`` source's value column: writer v1 and v2 records
+    read as one typed struct column (the reader schema's defaults fill v1's missing field)."""
+    from connect.spark.registry import from_registry
+
+    v2 = {**TRADE, "fields": [*TRADE["fields"],
+                              {"name": "fee", "type": "double", "default": 0.5}]}
+    create_topic(broker.bootstrap, "trades-src", 1)
+    with SchemaRegistry(broker.bootstrap, port=0) as registry:
+        client = SchemaRegistryClient({"url": registry.url})
+        ctx = SerializationContext("trades-src", MessageField.VALUE)
+        old = AvroSerializer(client, json.dumps(TRADE))
+        new = AvroSerializer(client, json.dumps(v2))
+        produce(broker.bootstrap, "trades-src",
+                [old(trade(i), ctx) for i in range(3)]
+                + [new({**trade(i), "fee": 1.25}, ctx) for i in range(3, 5)])
+        df = (spark.read.format("streams").option("kafka.bootstrap.servers", broker.bootstrap)
+              .option("subscribe", "trades-src").load())
+        decoded = df.select(from_registry("value", registry.url, subject="trades-src-value")
+                            .alias("t")).select("t.*")
+        types = dict(decoded.dtypes)
+        rows = sorted(decoded.collect(), key=lambda r: r["id"])
+    assert {k: types[k] for k in ("price", "day", "at_us", "fee")} == {
+        "price": "decimal(12,4)", "day": "date", "at_us": "timestamp", "fee": "double"}
+    assert [r["fee"] for r in rows] == [0.5, 0.5, 0.5, 1.25, 1.25]
+    assert rows[4]["price"] == decimal.Decimal("10.0004")
+    assert rows[1]["at_us"] == dt.datetime(2026, 5, 1, 9, 30, 0, 1)
