@@ -87,6 +87,7 @@ def new_consumer(settings: ClientSettings) -> AIOKafkaConsumer:
         max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
         fetch_max_bytes=settings.fetch_max_bytes,
         fetch_max_wait_ms=100,
+        **settings.security_kwargs(),
     )
 
 
@@ -122,7 +123,11 @@ class OffsetClient:
         async def run() -> T:
             if self._consumer is None:
                 consumer = new_consumer(self.settings)
-                await consumer.start()
+                try:
+                    await consumer.start()
+                except BaseException:  # e.g. a refused SASL login: no half-open client left
+                    await consumer.stop()
+                    raise
                 self._consumer = consumer
             return await fn(self._consumer)
 

@@ -14,8 +14,16 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from streams.client_config import (
+    JVM_ONLY_KEYS,
+    SECURITY_KEYS,
+    ClientConfigError,
+    check_security,
+    security_kwargs,
+)
 
 # {"topic": {"0": next_offset}}: the JSON shape Spark stores in the checkpoint.
 Offsets = dict[str, dict[str, int]]
@@ -50,7 +58,16 @@ _DISPLAY = ("kafka.bootstrap.servers (or bootstrap.servers), subscribe | subscri
             "assign, startingOffsets, endingOffsets, maxOffsetsPerTrigger, kafka.isolation.level, "
             "failOnDataLoss, kafkaConsumer.pollTimeoutMs, kafka.client.id, "
             "kafka.request.timeout.ms, kafka.max.partition.fetch.bytes, kafka.fetch.max.bytes, "
-            "includeHeaders")
+            "includeHeaders, kafka.security.protocol, kafka.sasl.mechanism, "
+            "kafka.sasl.jaas.config, kafka.ssl.*")
+
+
+def _security_option(key: str) -> bool:
+    """Spark's Kafka source passes kafka.<client key> to its consumers; we take the security
+    ones (kafka.security.protocol, kafka.sasl.*, kafka.ssl.*)."""
+    name = key[len("kafka."):] if key.startswith("kafka.") else ""
+    return name in SECURITY_KEYS or name in JVM_ONLY_KEYS or \
+        name.startswith(("sasl.", "ssl.")) or name == "security.protocol"
 
 
 class SourceOptionError(ValueError):
@@ -94,6 +111,16 @@ class ClientSettings:
     max_partition_fetch_bytes: int = 8 * 1024 * 1024
     fetch_max_bytes: int = 64 * 1024 * 1024
     poll_timeout_ms: int = 120_000
+    # kafka.security.protocol, kafka.sasl.*, kafka.ssl.* without "kafka." (Kafka's client keys,
+    # streams/client_config.py); plain strings so the settings pickle, never in the repr.
+    security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+
+    def security_kwargs(self) -> dict[str, Any]:
+        """aiokafka's security arguments (TLS context, SASL login) for these settings."""
+        if not self.security:
+            return {}
+        props = dict(self.security)
+        return security_kwargs(check_security(props, "kafka."), "kafka.")
 
 
 @dataclass(frozen=True)
@@ -119,7 +146,7 @@ def parse_options(options: Mapping[str, str], mode: Mode | None) -> SourceOption
             raise SourceOptionError(
                 f"option '{key}' of Spark's Kafka source is not supported by the streams source; "
                 f"supported options: {_DISPLAY}")
-        if key not in _KNOWN:
+        if key not in _KNOWN and not _security_option(key):
             raise SourceOptionError(f"unknown option '{key}' for the streams source; "
                                     f"supported options: {_DISPLAY}")
 
@@ -152,7 +179,13 @@ def parse_options(options: Mapping[str, str], mode: Mode | None) -> SourceOption
         poll_timeout_ms=_positive_int(opts, "kafkaconsumer.polltimeoutms",
                                       ClientSettings.poll_timeout_ms,
                                       display="kafkaConsumer.pollTimeoutMs"),
+        security=tuple(sorted((k[len("kafka."):], v) for k, v in opts.items()
+                              if _security_option(k))),
     )
+    try:
+        client.security_kwargs()  # a bad key, file or jaas entry fails at load()
+    except ClientConfigError as exc:
+        raise SourceOptionError(str(exc)) from None
     subscription = _parse_subscription(opts)
 
     default_start = "earliest" if mode == "batch" else "latest"
