@@ -148,8 +148,10 @@ class KafkaStreams:
     async def _serving_metrics(self, running: Any) -> None:
         """Await ``running`` with the thread's metrics registered and, if metrics.listener
         is set, /metrics and /health served on this loop."""
+        from ..metrics.logs import install_client_log_filter
         from ..metrics.streams_app import register_streams_metrics
 
+        install_client_log_filter()  # aiokafka's per-attempt errors during an outage
         thread = self._stream_thread
         assert thread is not None
         name = self._thread.name if self._thread is not None else \

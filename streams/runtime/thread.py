@@ -63,6 +63,12 @@ MIGRATION_ERRORS = (CommitFailedError, IllegalGenerationError, UnknownMemberIdEr
                     InvalidTxnState, FencedByGroupError)
 
 LOST_BROKER_ERRORS = (KafkaConnectionError, KafkaTimeoutError)
+# A generation that fails within REJOIN_QUICK_S of the last one (a broker outage) waits before
+# the next attempt, doubling from REJOIN_BACKOFF_S up to REJOIN_BACKOFF_MAX_S (Kafka's
+# reconnect.backoff.ms / reconnect.backoff.max.ms): one log line per attempt, not thousands.
+REJOIN_QUICK_S = 5.0
+REJOIN_BACKOFF_S = 0.1
+REJOIN_BACKOFF_MAX_S = 1.0
 
 PROCESS_CHUNK = 100  # records per task between checks of the time slice
 PROCESS_SLICE_S = 0.1  # one iteration processes at most this long before polling again
@@ -126,11 +132,21 @@ class StreamThread:
                                             self.config.client_kwargs("global.consumer"),
                                             self.eos, self.config.app_state_dir, wall_clock_ms)
                 await self.globals.bootstrap()
+            failures, began = 0, time.monotonic()
             while not stop.is_set():
                 try:
                     await self._run_generation(stop)
                 except TaskMigrated as exc:
-                    log.warning("tasks migrated (%s); rejoining the group", exc)
+                    failures = failures + 1 if time.monotonic() - began < REJOIN_QUICK_S else 1
+                    delay = 0.0 if failures < 2 else \
+                        min(REJOIN_BACKOFF_S * 2 ** (failures - 2), REJOIN_BACKOFF_MAX_S)
+                    log.warning("tasks migrated (%s); rejoining the group%s", exc,
+                                f" in {delay:.1f} s (attempt {failures})" if delay else "")
+                    if delay:
+                        waiting = asyncio.ensure_future(stop.wait())
+                        await asyncio.wait({waiting}, timeout=delay)
+                        waiting.cancel()
+                    began = time.monotonic()
                 except asyncio.CancelledError:
                     task = asyncio.current_task()
                     if stop.is_set() or task is None:
