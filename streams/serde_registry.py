@@ -116,11 +116,11 @@ class RegistrySerde(Serde[Any]):
     def subject(self, topic: str | None) -> str:
         name = self.record_name()
         suffix = "-key" if self.is_key else "-value"
+        if topic is None and name:  # an inner serde (a table's change halves): the record name
+            return name
         topic = topic or self._last_topic
         if self.strategy == "TopicNameStrategy":
             if topic is None:
-                if name:
-                    return name
                 raise SerializationError(f"{self.name} serde needs a topic to name its subject")
             return topic + suffix
         if not name:

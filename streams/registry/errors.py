@@ -17,6 +17,9 @@ class RegistryError(Exception):
         self.code = code
         self.message = message
 
+    def __str__(self) -> str:
+        return f"{self.message} (error_code {self.code})"
+
     def body(self) -> dict[str, object]:
         return {"error_code": self.code, "message": self.message}
 
