@@ -1,0 +1,192 @@
+"""Differential check: the same SASL/ACL conversation with Apache Kafka 4.4.0 (tests/reference)
+and with our broker, configured alike; error codes, messages and bitfields must match.
+
+Skips (one line) only when Java or Kafka's jars are unavailable, like every reference test.
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.helpers import EmbeddedBroker, free_port
+from tests.reference.wire import Connection
+from tests.security.broker.conftest import ADMIN, ADMIN_PW, ALICE, ALICE_PW, JAAS
+
+pytestmark = pytest.mark.compat
+
+SETTINGS = {
+    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256",
+    "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+    # Kafka wants a JAAS entry per mechanism; for SCRAM it only names the broker's own login.
+    "listener.name.sasl_plaintext.scram-sha-256.sasl.jaas.config":
+        "org.apache.kafka.common.security.scram.ScramLoginModule required;",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": f"User:{ADMIN};User:ANONYMOUS",
+}
+TOPIC = "diff-topic"
+
+
+def _unavailable() -> str | None:
+    from tests.reference import kafka
+
+    if shutil.which("java") is None:
+        return "reference Kafka tests need java on PATH"
+    if not kafka.prepared() and shutil.which("mvn") is None:
+        return "reference Kafka tests need mvn on PATH (or jars from `make kafka-reference`)"
+    try:
+        kafka.prepare()
+    except kafka.PrepareError as exc:
+        return f"reference Kafka jars cannot be prepared: {exc}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    reason = _unavailable()
+    if reason:
+        pytest.skip(reason)
+    from tests.reference import kafka
+
+    sasl = free_port()
+    node = kafka.KafkaNode(free_port(), tmp_path_factory.mktemp("kafka-sasl"),
+                           extra=dict(SETTINGS), listeners={"SASL_PLAINTEXT": sasl}).start()
+    try:
+        yield f"127.0.0.1:{sasl}"
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    sasl = free_port()
+    broker = EmbeddedBroker(tmp_path_factory.mktemp("ours-sasl"), **{
+        "listeners": f"PLAINTEXT://127.0.0.1:{free_port()},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        **SETTINGS}).start()
+    try:
+        yield f"127.0.0.1:{sasl}"
+    finally:
+        broker.stop()
+
+
+def _login(address: str, user: str, password: str) -> Connection:
+    conn = Connection(address, timeout=15)
+    conn.send(17, 1, {"mechanism": "PLAIN"})
+    answer = conn.send(36, 2, {"auth_bytes": f"\0{user}\0{password}".encode()})
+    assert answer is not None and answer["error_code"] == "none", answer
+    return conn
+
+
+def _closed(conn: Connection) -> bool:
+    conn.sock.settimeout(10)
+    try:
+        return conn.sock.recv(1) == b""
+    except (ConnectionError, TimeoutError):
+        return False
+
+
+def _keep(answer: dict[str, Any] | None, *keys: str) -> Any:
+    assert answer is not None
+    return {k: answer[k] for k in keys}
+
+
+def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
+    """What a client sees, step by step; names are unique per run (the reference is shared)."""
+    seen: list[tuple[str, Any]] = []
+
+    def note(step: str, value: Any) -> None:
+        seen.append((step, value))
+
+    with Connection(address, timeout=15) as conn:
+        note("unknown mechanism", conn.send(17, 1, {"mechanism": "GSSAPI"}))
+        note("closed after unknown mechanism", _closed(conn))
+    with Connection(address, timeout=15) as conn:
+        conn.send(17, 1, {"mechanism": "PLAIN"})
+        note("wrong password", _keep(conn.send(36, 2, {
+            "auth_bytes": f"\0{ALICE}\0nope".encode()}), "error_code", "error_message"))
+        note("closed after wrong password", _closed(conn))
+    with Connection(address, timeout=15) as conn:
+        conn.send(17, 1, {"mechanism": "PLAIN"})
+        note("garbage", _keep(conn.send(36, 2, {"auth_bytes": b"no separators"}),
+                              "error_code", "error_message"))
+        note("closed after garbage", _closed(conn))
+    with Connection(address, timeout=15) as conn:
+        conn.send(17, 1, {"mechanism": "SCRAM-SHA-256"})
+        note("scram unknown user", _keep(conn.send(36, 2, {
+            "auth_bytes": b"n,,n=nobody,r=abcdefgh"}), "error_code", "error_message"))
+    with Connection(address, timeout=15) as conn:
+        conn.send(3, 12, {"topics": None}, expect_response=False)
+        note("metadata before handshake closes", _closed(conn))
+
+    topic, group, txn = f"{TOPIC}-{suffix}", f"g-{suffix}", f"t-{suffix}"
+    with _login(address, ADMIN, ADMIN_PW) as admin:
+        created = admin.send(19, 7, {"topics": [{"name": topic, "num_partitions": 1,
+                                                 "replication_factor": 1}], "timeout": 10000})
+        assert created is not None and created["topics"][0]["error_code"] == "none", created
+        note("invalid acl", [r["error_code"] for r in admin.send(30, 3, {"creations": [
+            {"resource_type": 4, "resource_name": "not-the-cluster",
+             "resource_pattern_type": 3, "principal": f"User:{ALICE}", "host": "*",
+             "operation": 7, "permission_type": 3}]})["results"]])  # type: ignore[index]
+    with _login(address, ALICE, ALICE_PW) as alice:
+        metadata = alice.send(3, 12, {"topics": [{"name": topic}],
+                                      "allow_auto_topic_creation": False,
+                                      "include_topic_authorized_operations": True})
+        assert metadata is not None
+        note("metadata denied", [(t["name"], t["error_code"], t["partitions"])
+                                 for t in metadata["topics"]])
+        everything = alice.send(3, 12, {"topics": None, "allow_auto_topic_creation": False})
+        assert everything is not None
+        note("all topics hidden", [t["name"] for t in everything["topics"]
+                                   if t["name"] == topic])
+        note("create denied", _keep(alice.send(19, 7, {"topics": [
+            {"name": f"{topic}-new", "num_partitions": 1, "replication_factor": 1}],
+            "timeout": 10000})["topics"][0], "error_code"))  # type: ignore[index]
+        note("describe acls denied", _keep(alice.send(29, 3, {
+            "resource_type_filter": 1, "pattern_type_filter": 1, "operation": 1,
+            "permission_type": 1}), "error_code"))
+        note("init txn denied", _keep(alice.send(22, 4, {
+            "transactional_id": txn, "transaction_timeout": 10000, "producer_id": -1,
+            "producer_epoch": -1}), "error_code"))
+        note("idempotent denied", _keep(alice.send(22, 4, {
+            "transactional_id": None, "transaction_timeout": 10000, "producer_id": -1,
+            "producer_epoch": -1}), "error_code"))
+        note("find txn coordinator denied", alice.send(10, 4, {
+            "key_type": 1, "coordinator_keys": [txn]})["coordinators"][0]["error_code"])  # type: ignore[index]
+        note("join denied", _keep(alice.send(11, 9, {
+            "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000,
+            "member_id": "", "protocol_type": "consumer",
+            "protocols": [{"name": "range", "metadata": b""}]}), "error_code"))
+        note("describe group denied", alice.send(15, 5, {
+            "groups": [group], "include_authorized_operations": True})["groups"][0]["error_code"])  # type: ignore[index]
+        note("cluster ops", _keep(alice.send(60, 0, {
+            "include_cluster_authorized_operations": True}),
+            "error_code", "cluster_authorized_operations"))
+        note("sasl again", _keep(alice.send(17, 1, {"mechanism": "PLAIN"}), "error_code"))
+    with _login(address, ADMIN, ADMIN_PW) as admin:
+        granted = admin.send(30, 3, {"creations": [
+            {"resource_type": 2, "resource_name": topic, "resource_pattern_type": 3,
+             "principal": f"User:{ALICE}", "host": "*", "operation": 3,
+             "permission_type": 3}]})
+        assert granted is not None and granted["results"][0]["error_code"] == "none"
+    with _login(address, ALICE, ALICE_PW) as alice:
+        metadata = alice.send(3, 12, {"topics": [{"name": topic}],
+                                      "allow_auto_topic_creation": False,
+                                      "include_topic_authorized_operations": True})
+        assert metadata is not None
+        note("metadata after READ", [(t["error_code"], t["topic_authorized_operations"])
+                                     for t in metadata["topics"]])
+    return seen
+
+
+def test_same_answers_as_apache_kafka(reference: str, ours: str) -> None:
+    suffix = uuid.uuid4().hex[:8]
+    theirs, mine = conversation(reference, suffix), conversation(ours, suffix)
+    differences = [(step, t, m) for (step, t), (_, m) in zip(theirs, mine, strict=True)
+                   if t != m]
+    assert not differences, "\n".join(f"{s}: kafka={t!r} ours={m!r}"
+                                      for s, t, m in differences)
+
