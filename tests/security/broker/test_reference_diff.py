@@ -154,14 +154,16 @@ def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
         note("idempotent denied", _keep(alice.send(22, 4, {
             "transactional_id": None, "transaction_timeout": 10000, "producer_id": -1,
             "producer_epoch": -1}), "error_code"))
-        note("find txn coordinator denied", alice.send(10, 4, {
-            "key_type": 1, "coordinator_keys": [txn]})["coordinators"][0]["error_code"])  # type: ignore[index]
+        found = alice.send(10, 4, {"key_type": 1, "coordinator_keys": [txn]})
+        assert found is not None
+        note("find txn coordinator denied", found["coordinators"][0]["error_code"])
         note("join denied", _keep(alice.send(11, 9, {
             "group_id": group, "session_timeout": 10000, "rebalance_timeout": 10000,
             "member_id": "", "protocol_type": "consumer",
             "protocols": [{"name": "range", "metadata": b""}]}), "error_code"))
-        note("describe group denied", alice.send(15, 5, {
-            "groups": [group], "include_authorized_operations": True})["groups"][0]["error_code"])  # type: ignore[index]
+        described = alice.send(15, 5, {"groups": [group], "include_authorized_operations": True})
+        assert described is not None
+        note("describe group denied", described["groups"][0]["error_code"])
         note("cluster ops", _keep(alice.send(60, 0, {
             "include_cluster_authorized_operations": True}),
             "error_code", "cluster_authorized_operations"))
