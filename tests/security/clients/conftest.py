@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from helpers import free_port, reference_unavailable
@@ -54,6 +55,7 @@ class SecureKafka:
 
 
 def _server_properties(pki: Pki) -> dict[str, str]:
+    """The same server.properties for Apache Kafka and for our broker."""
     plain_users = " ".join(f'user_{u}="{p}"' for u, p in PASSWORDS.items())
     return {
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
@@ -61,29 +63,59 @@ def _server_properties(pki: Pki) -> dict[str, str]:
             f'{PLAIN} required username="admin" password="{PASSWORDS["admin"]}" {plain_users};',
         "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": f"{SCRAM} required;",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{SCRAM} required;",
-        "listener.name.sasl_ssl.ssl.keystore.type": "PEM",
-        "listener.name.sasl_ssl.ssl.keystore.location": str(pki.server.keystore),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.server.keystore),
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS;User:admin",
         "allow.everyone.if.no.acl.found": "false",
     }
 
 
-@pytest.fixture(scope="session")
-def secure_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
-    reason = reference_unavailable()
-    if reason:
-        pytest.skip(reason)
-    from reference import kafka
+def _add_scram_users(bootstrap: str) -> None:
+    """SCRAM credentials through AlterUserScramCredentials (what kafka-configs.sh sends)."""
+    from confluent_kafka.admin import (
+        AdminClient,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
 
-    base = tmp_path_factory.mktemp("secure-kafka")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    upserts = [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanism, 4096), pw.encode())
+               for user, pw in PASSWORDS.items()
+               for mechanism in (ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512)]
+    for future in admin.alter_user_scram_credentials(upserts).values():
+        future.result(30)
+
+
+@pytest.fixture(scope="session", params=["reference", "ours"])
+def secure_kafka(request: pytest.FixtureRequest,
+                 tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureKafka]:
+    """Apache Kafka 4.4.0 and our broker, configured alike (one of each per session)."""
+    base = tmp_path_factory.mktemp(f"secure-{request.param}")
     pki = make_pki(base / "pki")
     sasl_port = free_port()
-    scram = [arg for user, pw in PASSWORDS.items() for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
-             for arg in ("--add-scram", f"{mech}=[name={user},password={pw}]")]
-    node = kafka.KafkaNode(free_port(), base / "data", extra=_server_properties(pki),
-                           format_args=scram, listeners={"SASL_SSL": sasl_port})
-    node.start()
+    node: Any
+    if request.param == "ours":
+        from helpers import EmbeddedBroker
+
+        plain_port = free_port()
+        node = EmbeddedBroker(base / "data", port=plain_port, **_server_properties(pki), **{
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{sasl_port}"})
+        node.overrides.pop("port", None)  # the listeners say it
+        node.start()
+        _add_scram_users(node.bootstrap)
+    else:
+        reason = reference_unavailable()
+        if reason:
+            pytest.skip(reason)
+        from reference import kafka
+
+        scram = [arg for user, pw in PASSWORDS.items()
+                 for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
+                 for arg in ("--add-scram", f"{mech}=[name={user},password={pw}]")]
+        node = kafka.KafkaNode(free_port(), base / "data", extra=_server_properties(pki),
+                               format_args=scram, listeners={"SASL_SSL": sasl_port}).start()
     try:
         yield SecureKafka(node.bootstrap, f"127.0.0.1:{sasl_port}", pki)
     finally:
