@@ -33,6 +33,7 @@ class SecureKafka:
     plaintext: str  # bootstrap of the PLAINTEXT listener (ANONYMOUS, a super user)
     sasl_ssl: str  # bootstrap of the SASL_SSL listener
     pki: Pki
+    ssl: str = ""  # bootstrap of the SSL listener (mutual TLS: ssl.client.auth=required)
 
     def client_props(self, user: str, mechanism: str = "SCRAM-SHA-512",
                      password: str | None = None) -> dict[str, str]:
@@ -65,6 +66,9 @@ def _server_properties(pki: Pki) -> dict[str, str]:
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": f"{SCRAM} required;",
         "ssl.keystore.type": "PEM",
         "ssl.keystore.location": str(pki.server.keystore),
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": str(pki.truststore),
+        "listener.name.ssl.ssl.client.auth": "required",
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:ANONYMOUS;User:admin",
         "allow.everyone.if.no.acl.found": "false",
@@ -94,14 +98,15 @@ def secure_kafka(request: pytest.FixtureRequest,
     """Apache Kafka 4.4.0 and our broker, configured alike (one of each per session)."""
     base = tmp_path_factory.mktemp(f"secure-{request.param}")
     pki = make_pki(base / "pki")
-    sasl_port = free_port()
+    sasl_port, ssl_port = free_port(), free_port()
     node: Any
     if request.param == "ours":
         from helpers import EmbeddedBroker
 
         plain_port = free_port()
         node = EmbeddedBroker(base / "data", port=plain_port, **_server_properties(pki), **{
-            "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{sasl_port}"})
+            "listeners": f"PLAINTEXT://127.0.0.1:{plain_port},SASL_SSL://127.0.0.1:{sasl_port},"
+                         f"SSL://127.0.0.1:{ssl_port}"})
         node.overrides.pop("port", None)  # the listeners say it
         node.start()
         _add_scram_users(node.bootstrap)
@@ -115,9 +120,10 @@ def secure_kafka(request: pytest.FixtureRequest,
                  for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512")
                  for arg in ("--add-scram", f"{mech}=[name={user},password={pw}]")]
         node = kafka.KafkaNode(free_port(), base / "data", extra=_server_properties(pki),
-                               format_args=scram, listeners={"SASL_SSL": sasl_port}).start()
+                               format_args=scram,
+                               listeners={"SASL_SSL": sasl_port, "SSL": ssl_port}).start()
     try:
-        yield SecureKafka(node.bootstrap, f"127.0.0.1:{sasl_port}", pki)
+        yield SecureKafka(node.bootstrap, f"127.0.0.1:{sasl_port}", pki, f"127.0.0.1:{ssl_port}")
     finally:
         node.stop()
         shutil.rmtree(base / "pki", ignore_errors=True)
