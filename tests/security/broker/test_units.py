@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+from pathlib import Path
 
 import pytest
 
@@ -66,7 +67,7 @@ def _acl(name: str, principal: str, operation: int, permission: int = ALLOW,
     return AclBinding(TOPIC, name, pattern, principal, "*", operation, permission)
 
 
-def test_decisions(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_decisions(tmp_path: Path) -> None:
     store = AclStore(tmp_path)
     store.add([_acl("orders", "User:a", READ), _acl("pay", "User:a", ALL, pattern=PREFIXED),
                _acl("pay-secret", "User:a", DESCRIBE, DENY),
@@ -114,7 +115,7 @@ def _client_final(password: str, first_bare: str, server_first: str, digest: str
 
 @pytest.mark.parametrize("mechanism,digest", [("SCRAM-SHA-256", "sha256"),
                                               ("SCRAM-SHA-512", "sha512")])
-def test_scram_exchange(tmp_path, mechanism: str, digest: str) -> None:  # type: ignore[no-untyped-def]
+def test_scram_exchange(tmp_path: Path, mechanism: str, digest: str) -> None:
     store = ScramStore(tmp_path)
     store.credentials[("u=1,x", mechanism)] = ScramCredential.from_password(mechanism, "pw")
     server = ScramServer(mechanism, store)
