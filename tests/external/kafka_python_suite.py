@@ -84,6 +84,10 @@ BROKER_PROPERTIES = {
     "offsets.topic.num.partitions": "2",
     "group.min.session.timeout.ms": "1000",
     "group.initial.rebalance.delay.ms": "0",
+    # An authorizer, as the suite's own brokers have (its ACL test needs one); the clients are
+    # super users (ANONYMOUS on PLAINTEXT, the SASL tests' user), so nothing else is refused.
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS;User:alice",
 }
 
 # Tests that a single-node broker reached through KAFKA_URI cannot pass, whatever we implement.
@@ -100,10 +104,6 @@ DESELECT: dict[str, str] = {
     "test/integration/test_admin_integration.py::test_describe_metadata_quorum": (
         "KRaft quorum API (DescribeQuorum on __cluster_metadata): our broker keeps its metadata "
         "without a Raft quorum, so there are no voters to describe (also skipped below 4.0)"
-    ),
-    "test/integration/test_admin_integration.py::test_create_describe_delete_acls": (
-        "needs an authorizer (the suite's own brokers set authorizer.class.name); ours has none, "
-        "and Kafka without one answers every ACL request with SECURITY_DISABLED(54), as we do"
     ),
 }
 
@@ -189,6 +189,43 @@ SHIM_SERVICE = textwrap.dedent(
     '''
 )
 
+# The suite's SASL tests (test_sasl_integration.py: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 x admin,
+# produce/consume, raw client) skip themselves when KAFKA_URI is set and otherwise spawn a JVM
+# broker. This plugin, loaded with -p in a second run, points their fixture at our broker's
+# SASL_PLAINTEXT listener instead, as the user the suite expects (KafkaFixture.broker_user), and
+# lists topics with the admin client instead of kafka-topics.sh. The tests themselves run as-is.
+SASL_PLUGIN = textwrap.dedent(
+    '''\
+    """Written by streams' tests/external/kafka_python_suite.py (see SASL_PLUGIN there)."""
+
+    import os
+
+    from kafka import KafkaAdminClient
+
+    from test.integration import fixtures
+
+    _instance = fixtures.KafkaFixture.instance.__func__
+
+
+    def _external_instance(cls, broker_id, **params):
+        host, port = os.environ["STREAMS_SASL_BOOTSTRAP"].rsplit(":", 1)
+        params.update(host=host, port=int(port), external=True)
+        return _instance(cls, broker_id, **params)
+
+
+    def _topic_names(self):
+        params = self._enrich_client_params({}, client_id="topic_lister")
+        with KafkaAdminClient(**params) as admin:
+            return admin.list_topics()
+
+
+    fixtures.KafkaFixture.instance = classmethod(_external_instance)
+    fixtures.KafkaFixture.get_topic_names = _topic_names
+    '''
+)
+SASL_TESTS = "test/integration/test_sasl_integration.py"
+SASL_USER, SASL_PASSWORD = "alice", "alice-secret"  # KafkaFixture.broker_user / broker_password
+
 # Asks the running broker for its ApiVersions and prints the broker version kafka-python infers,
 # using the kafka package of the unpacked sdist (run with the sdist root as working directory).
 INFER_VERSION = textwrap.dedent(
@@ -256,6 +293,7 @@ def write_shim(sdist_root: Path) -> None:
     if not init.exists():
         init.write_text(SHIM_INIT)
     (test_dir / "service.py").write_text(SHIM_SERVICE)
+    (test_dir / "streams_sasl.py").write_text(SASL_PLUGIN)
 
 
 def ensure_test_deps(python: str) -> None:
@@ -318,6 +356,45 @@ def running_broker(python: str, workdir: Path) -> Iterator[int]:
             tail = broker_log.read_text(errors="replace").splitlines()[-15:]
             if proc.returncode not in (0, None):
                 log("last broker log lines:\n  " + "\n  ".join(tail))
+
+
+@contextmanager
+def running_sasl_broker(python: str, workdir: Path) -> Iterator[str]:
+    """A second broker with a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) for the SASL
+    tests; the suite's user gets PLAIN from the JAAS entry and SCRAM credentials through
+    `streams users scram-set` (AlterUserScramCredentials) on the PLAINTEXT listener."""
+    plain, sasl = free_port(), free_port()
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'username="{SASL_USER}" password="{SASL_PASSWORD}" '
+            f'user_{SASL_USER}="{SASL_PASSWORD}";')
+    properties = {
+        **BROKER_PROPERTIES,
+        "data.dir": str(workdir / "sasl-broker-data"),
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+    }
+    config = workdir / "sasl-broker.properties"
+    config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
+    broker_log = workdir / "sasl-broker.log"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with broker_log.open("wb") as out:
+        proc = subprocess.Popen([python, "-m", "streams.cli.main", "broker", "start", "--config",
+                                 str(config)], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+                                env=env)
+        try:
+            wait_accepting(proc, sasl, 30.0)
+            made = subprocess.run(
+                [python, "-m", "streams.cli.main", "users", "scram-set", SASL_USER,
+                 "--password-stdin", "--bootstrap-servers", f"127.0.0.1:{plain}"],
+                input=SASL_PASSWORD + "\n", capture_output=True, text=True, cwd=ROOT, env=env,
+                timeout=60)
+            if made.returncode != 0:
+                raise RuntimeError(f"streams users scram-set failed: {made.stderr.strip()}")
+            log(f"SASL broker pid {proc.pid} on SASL_PLAINTEXT://127.0.0.1:{sasl}")
+            yield f"127.0.0.1:{sasl}"
+        finally:
+            stop_process(proc, signal.SIGTERM, 20.0)
 
 
 def stop_process(proc: subprocess.Popen[Any], sig: int, grace: float) -> None:
@@ -383,8 +460,10 @@ class PytestRun:
 
 
 def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kafka_root: Path,
-               extra: list[str], deadline_s: float, log_file: Path = LOG_FILE) -> PytestRun:
-    """Run the integration suite, or only the node ids in `extra` when it names some."""
+               extra: list[str], deadline_s: float, log_file: Path = LOG_FILE,
+               sasl_bootstrap: str | None = None) -> PytestRun:
+    """Run the integration suite, or only the node ids in `extra` when it names some; with
+    `sasl_bootstrap`, run the SASL tests against that listener (see SASL_PLUGIN)."""
     env = dict(os.environ)
     env.update(
         KAFKA_URI=f"kafka://127.0.0.1:{port}",
@@ -395,12 +474,17 @@ def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kaf
     env.pop("ZOOKEEPER_URI", None)
     cmd = [python, "-m", "pytest", "-o", "addopts=", "--timeout=60",
            "--timeout-method=signal", "-rA", "-p", "no:cacheprovider"]
-    if not any("::" in arg for arg in extra):
+    if sasl_bootstrap is not None:
+        env.pop("KAFKA_URI")  # the SASL tests skip themselves when it is set
+        env["STREAMS_SASL_BOOTSTRAP"] = sasl_bootstrap
+        cmd += ["-p", "test.streams_sasl", SASL_TESTS]
+    elif not any("::" in arg for arg in extra):
         cmd.append("test/integration")
-    for node_id in DESELECT:
+    for node_id in DESELECT if sasl_bootstrap is None else ():
         cmd += ["--deselect", node_id]
     cmd += extra
-    log(f"running: KAFKA_VERSION={kafka_version} KAFKA_URI={env['KAFKA_URI']} "
+    where = f"SASL on {sasl_bootstrap}" if sasl_bootstrap else f"KAFKA_URI={env['KAFKA_URI']}"
+    log(f"running: KAFKA_VERSION={kafka_version} {where} "
         f"{' '.join(cmd[1:])}  (cwd {sdist_root})")
     log(f"full output: {log_file}")
     filt = OutputFilter(sys.stdout)
@@ -494,6 +578,13 @@ def main(argv: list[str] | None = None) -> int:
             code, summary = final.code, final.summary
             if final is not first:
                 summary = f"{first.summary}\nsecond run of the known client races: {summary}"
+        if not args.pytest_args:
+            with running_sasl_broker(python, workdir) as sasl_bootstrap:
+                sasl = run_pytest(python, sdist_root, 0, kafka_version, kafka_root, [],
+                                  args.deadline, LOG_FILE.with_name("sasl-run.log"),
+                                  sasl_bootstrap=sasl_bootstrap)
+            code = code or sasl.code
+            summary = f"SASL tests ({SASL_TESTS}): {sasl.summary}\n{summary}"
     finally:
         if args.keep:
             log(f"kept {workdir}")
