@@ -19,6 +19,7 @@ from connect import plugins
 from connect.config_def import ConfigException
 from connect.runtime.config_providers import mask_connector_config
 from connect.runtime.herder import BadRequest, Herder, HerderError, NotFound
+from streams.client_config import HIDDEN, is_password_key
 
 log = logging.getLogger("connect.rest")
 
@@ -313,7 +314,7 @@ class RestApi:
             if not same:
                 raise BadRequest("Included connector type " + str(given) + " does not match "
                                  "request type " + request.match_info["plugin"])
-        return _json(self.herder.validate(body, plugin=desc.class_name))
+        return _json(_masked_validation(self.herder.validate(body, plugin=desc.class_name)))
 
     # -- loggers (KIP-495) ---------------------------------------------------------------------
     async def loggers(self, request: web.Request) -> web.Response:
@@ -387,3 +388,13 @@ def _masked_info(info: Any) -> Any:
     if isinstance(info, dict) and isinstance(info.get("config"), dict):
         return {**info, "config": mask_connector_config(info["config"])}
     return info
+
+
+def _masked_validation(result: dict[str, Any]) -> dict[str, Any]:
+    """ConfigInfos with PASSWORD-type values shown as ``[hidden]``, as Kafka's validate does."""
+    for entry in result.get("configs", []):
+        definition, value = entry.get("definition", {}), entry.get("value", {})
+        if value.get("value") is not None and (definition.get("type") == "PASSWORD"
+                                               or is_password_key(value.get("name", ""))):
+            value["value"] = HIDDEN
+    return result

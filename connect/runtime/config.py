@@ -25,6 +25,7 @@ from streams.client_config import (
     ClientConfigError,
     ClientConfigs,
     ClientRole,
+    mask,
 )
 from streams.config import ConfigError, KafkaConfigModel, read_properties
 
@@ -134,6 +135,11 @@ class WorkerConfig(KafkaConfigModel):
 
         clients.check_prefixed(config)  # producer.*/consumer.*/admin.*: fail at start, not later
         return config
+
+    def __repr_args__(self) -> Any:
+        """producer.sasl.jaas.config and other pass-through secrets never show in the repr."""
+        for name, value in super().__repr_args__():
+            yield name, mask(value) if name == "passthrough" else value
 
     def client_kwargs(self) -> dict[str, Any]:
         """aiokafka arguments of the worker's own clients: bootstrap and security."""

@@ -10,6 +10,7 @@ from helpers import free_port, wait_until
 from runtime.kafka_io import create_topics
 from worker_helpers import WorkerProcess, consume_all, http
 
+from connect.rest.server import _masked_validation
 from connect.runtime.config import WorkerConfig
 from connect.runtime.config_providers import ConfigProviders, mask_connector_config
 from streams.config import ConfigError
@@ -129,6 +130,18 @@ def test_worker_config_errors_name_the_key_not_the_secret(tmp_path: Path) -> Non
                                  "org.apache.kafka.connect.connector.policy."
                                  "NoneConnectorClientConfigOverridePolicy"})
     assert config.connector_client_config_override_policy == "None"
+    jaas = f'{SCRAM} required username="w" password="hunter22";'
+    config = WorkerConfig.parse({"security.protocol": "SASL_PLAINTEXT",
+                                 "sasl.mechanism": "SCRAM-SHA-256", "sasl.jaas.config": jaas,
+                                 "producer.sasl.jaas.config": jaas})
+    assert "hunter22" not in repr(config) and "hunter22" not in str(config)
+    assert config.client_kwargs()["sasl_plain_password"] == "hunter22"
+    validated = _masked_validation({"configs": [
+        {"definition": {"name": "db.pw", "type": "PASSWORD"},
+         "value": {"name": "db.pw", "value": "hunter22", "errors": []}},
+        {"definition": {"name": "topic", "type": "STRING"},
+         "value": {"name": "topic", "value": "t", "errors": []}}]})
+    assert [c["value"]["value"] for c in validated["configs"]] == ["[hidden]", "t"]
 
 
 def test_config_providers_resolve_file_env_and_dir(tmp_path: Path,
