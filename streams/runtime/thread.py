@@ -35,6 +35,7 @@ from aiokafka.errors import (
 from ..kafka_batching import RecordCollector
 from ..kafka_internals import (
     FencedByGroupError,
+    GroupMetadata,
     check_membership,
     fetch_position,
     fetch_stable_offsets,
@@ -515,8 +516,11 @@ class StreamThread:
         async with self.lock:
             if gen.closed:
                 return
-            gen.committer.group = group_metadata(gen.consumer, self.app_id)
+            previous, current = gen.committer.group, group_metadata(gen.consumer, self.app_id)
+            gen.committer.group = current
             tasks = gen.tasks
+            if tasks.tasks and _left_the_group(previous, current):
+                await self._drop_lost_tasks(gen, previous, current)
             wanted = {TaskId(self.layout.topic_to_sub[tp.topic], tp.partition) for tp in assigned}
             for task_id in [t for t in tasks.tasks if t not in wanted]:
                 tasks.close(task_id, clean=True)
@@ -534,6 +538,23 @@ class StreamThread:
                 self.app._set_state("RUNNING")
         self.assignment_version += 1
         gen.rebalancing = False
+
+    async def _drop_lost_tasks(self, gen: ClientGeneration, previous: GroupMetadata | None,
+                               current: GroupMetadata) -> None:
+        """This member was out of the group for a while (its session expired while the process
+        was paused or starved, and it rejoined as a new member): other instances may have run
+        its tasks and committed past its local state meanwhile. Kafka's consumer reports the
+        partitions as lost and Kafka Streams closes their tasks dirty; so do we, giving up
+        whatever the open transaction (or the collector) holds. Tasks assigned again are
+        created afresh and restore from the changelogs; keeping them would answer from state
+        that misses everything the other owner processed."""
+        log.warning("this member was out of the group (generation %s, member %s -> generation "
+                    "%d, member %s): closing its %d task(s) dirty to restore them",
+                    previous.generation_id if previous else None,
+                    previous.member_id if previous else None, current.generation_id,
+                    current.member_id, len(gen.tasks.tasks))
+        await gen.committer.abort(None)
+        gen.tasks.close_all(clean=False)
 
     async def _seek_to_start_positions(self, gen: ClientGeneration,
                                        assigned: list[TopicPartition]) -> None:
@@ -568,3 +589,14 @@ class _Listener(ConsumerRebalanceListener):
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         await self.thread.on_assigned(self.gen, list(assigned))
+
+
+def _left_the_group(previous: GroupMetadata | None, current: GroupMetadata) -> bool:
+    """True if ``current`` is not the generation right after ``previous`` for the same member:
+    a new member id (the coordinator had removed this one) or a generation skipped (one this
+    member was not part of). An eager rebalance this member took part in moves the generation
+    by exactly one."""
+    if previous is None:
+        return False
+    return (current.member_id != previous.member_id
+            or current.generation_id != previous.generation_id + 1)
