@@ -7,10 +7,15 @@ them. So, as in Kafka, the buffer is a state store registered in the topology (n
 as every other store.
 
 The buffer keeps the latest update per key in memory, ordered by *buffer time* (window end or
-record timestamp) and then serialized key. Changes are logged as Kafka logs them (its
-``flush()`` walks ``dirtyKeys``): at flush, before the task commits, each key changed since the
-last flush is written once, its current entry or a tombstone if it left the buffer. The
-changelog value (format version 1, big-endian)::
+record timestamp) and then serialized key. Every change is logged when it happens: the key's
+current entry, or a tombstone when it leaves the buffer (emitted). Kafka's buffer logs its dirty
+keys at flush, before a commit, instead; that leaves the buffer's changelog behind the changelog
+of the store that feeds it (which a task without a record cache writes on every update), and
+after an unclean stop under at_least_once the restored buffer then held entries that had
+already been emitted (a final count of 12 re-emitted as a stale 1). Logging each change keeps
+the two changelogs at the same point; with a record cache, the buffer only sees updates when
+the cache flushes, so it costs no more records than the store's own. The changelog value
+(format version 1, big-endian)::
 
     [1][buffer time: 8][record timestamp: 8][new: 4-byte length, -1 = None][bytes]
     [old: same][header count: 4]([name length: 4][utf-8][value length: 4, -1 = None][bytes])*
@@ -62,7 +67,7 @@ class TimeOrderedKeyValueBuffer:
     """Buffered updates by key, evicted oldest buffer time first; see the module docstring.
 
     The suppress processor calls ``observe(timestamp)``, ``put(...)``, ``oldest()`` and
-    ``remove(entry)``; the task calls ``flush()`` before every commit; the restorer calls
+    ``remove(entry)``, each change logged at once; the restorer calls
     ``restore(key, value, timestamp)``.
     """
 
@@ -79,7 +84,6 @@ class TimeOrderedKeyValueBuffer:
         self.bytes = 0
         self.entries: dict[bytes, BufferEntry] = {}
         self._heap: list[tuple[int, bytes, int]] = []  # (time, key bytes, seq)
-        self._dirty: dict[bytes, None] = {}  # insertion-ordered: deterministic changelog
         self._seq = 0
 
     # -- the processor's side -----------------------------------------------------------------
@@ -103,10 +107,11 @@ class TimeOrderedKeyValueBuffer:
                 previous.key, previous.new, previous.timestamp = key, new, timestamp
                 previous.headers, previous.size = headers, size
                 self.bytes += size
-                self._dirty[key_bytes] = None
+                self._log(key_bytes, previous)
                 return
-        self._insert(BufferEntry(time, 0, key, key_bytes, new, old, timestamp, headers, size))
-        self._dirty[key_bytes] = None
+        entry = BufferEntry(time, 0, key, key_bytes, new, old, timestamp, headers, size)
+        self._insert(entry)
+        self._log(key_bytes, entry)
 
     def oldest(self) -> BufferEntry | None:
         """The entry with the smallest (buffer time, serialized key), or None if empty."""
@@ -124,7 +129,7 @@ class TimeOrderedKeyValueBuffer:
         if self.entries.get(entry.key_bytes) is entry:
             del self.entries[entry.key_bytes]
             self.bytes -= entry.size
-            self._dirty[entry.key_bytes] = None
+            self._log(entry.key_bytes, None)
 
     def num_records(self) -> int:
         return len(self.entries)
@@ -132,15 +137,12 @@ class TimeOrderedKeyValueBuffer:
     # -- store lifecycle ----------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Log every key changed since the last flush (Kafka's dirty-key flush)."""
-        if not self._dirty:
-            return
-        logger, entries, stream_time = self.logger, self.entries, self.stream_time
-        if logger is not None:
-            for key_bytes in self._dirty:
-                entry = entries.get(key_bytes)
-                logger(key_bytes, None if entry is None else self._encode(entry), stream_time)
-        self._dirty.clear()
+        """Nothing to do: every change was logged when it happened (see the module docstring)."""
+
+    def _log(self, key_bytes: bytes, entry: BufferEntry | None) -> None:
+        if self.logger is not None:
+            self.logger(key_bytes, None if entry is None else self._encode(entry),
+                        self.stream_time)
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         """Apply one changelog record (not logged again). Stream time is not restored: as
@@ -177,7 +179,6 @@ class TimeOrderedKeyValueBuffer:
     def _clear(self) -> None:
         self.entries.clear()
         self._heap.clear()
-        self._dirty.clear()
         self.bytes = 0
         self.stream_time = -1
 
