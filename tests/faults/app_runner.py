@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -48,7 +49,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commit-ms", type=int, default=None)
     parser.add_argument("--record-delay-ms", type=float, default=3.0)
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr,
+    # FAULTS_APP_LOG_LEVEL=INFO (or DEBUG) when diagnosing a failing seed
+    level = os.environ.get("FAULTS_APP_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     scenario = SCENARIOS[args.scenario]
     streams = KafkaStreams(scenario.build(args.record_delay_ms / 1000), config(
