@@ -185,3 +185,33 @@ def test_no_secret_in_errors_repr_or_logs(caplog: pytest.LogCaptureFixture, pki)
         "sasl.jaas.config": "[hidden]", "ssl.key.password": "[hidden]", "a": "b",
         "producer.ssl.truststore.password": "[hidden]"}
     assert repr(Password("zz")) == "Password('[hidden]')" and Password("zz").value() == "zz"
+
+
+def test_password_as_a_config_model_field() -> None:
+    """Any component's model can declare a Password field: the value is hidden, validation
+    errors name the key and the reason only."""
+    from pydantic import field_validator
+
+    from streams.config import KafkaConfigModel
+
+    class Model(KafkaConfigModel):
+        db_password: Password
+        retries: int = 0
+
+        @field_validator("db_password")
+        @classmethod
+        def _long(cls, value: Password) -> Password:
+            if len(value.value()) < 8:
+                raise ValueError("must be at least 8 characters")
+            return value
+
+    model = Model.from_mapping({"db.password": "long-enough-1"})
+    assert isinstance(model.db_password, Password)
+    assert model.db_password.value() == "long-enough-1"
+    assert "long-enough-1" not in repr(model) + str(model.model_dump())
+    with pytest.raises(ConfigError, match="'db.password': .*at least 8 characters") as err:
+        Model.from_mapping({"db.password": "short-1"})
+    assert "short-1" not in str(err.value)
+    with pytest.raises(ValueError) as raw:
+        Model(db_password="short-2")
+    assert "short-2" not in str(raw.value)
