@@ -106,6 +106,7 @@ class CommitEntry:
     schema: dict[str, Any] | None = None
     partition_by: tuple[str, ...] = ()
     sequence: int = 0
+    widen: bool = False  # a schema-only entry adding columns to the table (see widens)
 
     @property
     def staging_dir(self) -> str:
@@ -122,6 +123,8 @@ class CommitEntry:
         if self.schema is not None:
             out["schema"] = self.schema
             out["partition_by"] = list(self.partition_by)
+        if self.widen:
+            out["widen"] = True
         return out
 
     @classmethod
@@ -132,7 +135,19 @@ class CommitEntry:
         schema = _schema(data)
         return cls(str(data["writer"]), str(data["connector"]), int(data["task"]), files,
                    int(data["rows"]), _flat(data["offsets"]), _flat(data.get("start_offsets", {})),
-                   schema, tuple(data.get("partition_by", ())), sequence)
+                   schema, tuple(data.get("partition_by", ())), sequence,
+                   bool(data.get("widen", False)))
+
+
+def widens(old: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether table schema ``new`` (a Spark StructType as JSON) is ``old`` plus columns: every
+    column of ``old`` with the same type, and at least one more. A table widens this way when
+    its records' registry schema evolves compatibly (new fields); files written before simply
+    lack the new columns (null when read with ``mergeSchema`` or through the metastore)."""
+    old_fields = {f["name"]: f["type"] for f in old.get("fields", [])}
+    new_fields = {f["name"]: f["type"] for f in new.get("fields", [])}
+    return len(new_fields) > len(old_fields) and all(
+        new_fields.get(name) == t for name, t in old_fields.items())
 
 
 def _check_header(data: Any, sequence: int) -> None:
@@ -242,7 +257,8 @@ class CommitLog:
 
     Entries are read incrementally (:meth:`refresh`); ``offsets`` is the max committed next offset
     per topic-partition over all entries, ``schema`` the table schema of the first entry that
-    has one, ``rows`` the rows of all entries, ``sequence`` the last entry's number. ``entries``
+    has one or of the latest that widened it, ``rows`` the rows of all entries, ``sequence`` the
+    last entry's number. ``entries``
     holds the entries read since the last checkpoint, and those before it whose files were still
     staged when it was written.
     """
@@ -319,9 +335,11 @@ class CommitLog:
         for tp, offset in entry.offsets.items():
             if offset > self.offsets.get(tp, -1):
                 self.offsets[tp] = offset
-        if self.schema is None and entry.schema is not None:
+        if entry.schema is not None and (self.schema is None or entry.widen
+                                         and widens(self.schema, entry.schema)):
+            if self.schema is None:
+                self.partition_by = entry.partition_by
             self.schema = entry.schema
-            self.partition_by = entry.partition_by
         self.rows += entry.rows
         self.sequence = entry.sequence
 
@@ -330,9 +348,11 @@ class CommitLog:
         for tp, offset in checkpoint.offsets.items():
             if offset > self.offsets.get(tp, -1):
                 self.offsets[tp] = offset
-        if self.schema is None and checkpoint.schema is not None:
+        if checkpoint.schema is not None and (self.schema is None or widens(
+                self.schema, checkpoint.schema)):
+            if self.schema is None:
+                self.partition_by = checkpoint.partition_by
             self.schema = checkpoint.schema
-            self.partition_by = checkpoint.partition_by
         self.rows = checkpoint.rows
         self.sequence = checkpoint.sequence
         self.entries = list(checkpoint.pending)
@@ -433,9 +453,10 @@ class CommitLog:
     def commit(self, entry: CommitEntry) -> CommitEntry:
         """Publish ``entry`` atomically at the next free sequence number; returns it numbered.
 
-        The entry keeps its schema only if it is the first with one. Raises
-        :class:`CommitConflict` if a concurrent writer already committed one of its partitions
-        past the entry's start offset, or fixed a different schema.
+        The entry keeps its schema only if it is the first with one or a widening (``widen``,
+        see :func:`widens`). Raises :class:`CommitConflict` if a concurrent writer already
+        committed one of its partitions past the entry's start offset, or fixed a different
+        schema (rows written with a schema the table's widened are fine).
         """
         tmp = self.commits_dir / f".tmp-{entry.writer}.json"
         while True:
@@ -445,8 +466,8 @@ class CommitLog:
             numbered = CommitEntry(
                 entry.writer, entry.connector, entry.task, entry.files, entry.rows,
                 dict(entry.offsets), dict(entry.start_offsets),
-                entry.schema if self.schema is None else None,
-                entry.partition_by, sequence)
+                entry.schema if self.schema is None or entry.widen else None,
+                entry.partition_by, sequence, entry.widen)
             if not self._publish(numbered.to_json(), tmp, self.entry_path(sequence)):
                 continue  # someone took this number: read their entry, check again, retry
             self._add(numbered)
@@ -479,8 +500,13 @@ class CommitLog:
                    if self.offsets.get(tp, -1) > start}
         if overlap:
             raise CommitConflict(f"offsets already committed by another writer: {overlap}")
-        if entry.schema is not None and self.schema is not None and entry.schema != self.schema:
-            raise CommitConflict("another writer fixed a different table schema first")
+        if entry.schema is None or self.schema is None or entry.schema == self.schema:
+            return
+        if entry.widen and widens(self.schema, entry.schema):
+            return
+        if entry.rows and widens(entry.schema, self.schema):
+            return  # rows written before this writer saw the table widen: still readable
+        raise CommitConflict("another writer fixed a different table schema first")
 
     # -- applying and recovery -----------------------------------------------------------------
     def apply(self, entry: CommitEntry) -> bool:

@@ -300,6 +300,7 @@ class SparkSinkTask(SinkTask):
         self.buffer_since: float | None = None
         self.timer: threading.Timer | None = None
         self.builder: sch.BatchBuilder | None = None
+        self.schemas_seen: set[Any] = set()  # Connect schemas checked for new fields
         self.dropped = 0
         self.table_ready = False
         self.spark = get_spark_session(cfg[MASTER])
@@ -372,6 +373,73 @@ class SparkSinkTask(SinkTask):
             buf.raw = []
         self._ensure_table()
 
+    def _maybe_widen(self, records: list[SinkRecord]) -> None:
+        """Widen the table when records carry a Connect schema (a registry converter's) with
+        fields the table lacks: a compatible schema evolution adds fields, and they become new
+        nullable columns instead of being dropped. Existing columns keep their types."""
+        if self.model is not None or self.raw_json:
+            return
+        builder = self.builder
+        assert builder is not None
+        added: dict[str, Any] = {}
+        for r in records:
+            schema = r.value.schema if isinstance(r.value, sch.Struct) else None
+            if schema is None or schema in self.schemas_seen:
+                continue
+            self.schemas_seen.add(schema)
+            for f in schema.fields:
+                if f.name not in builder.value_names and f.name not in sch.RESERVED:
+                    added.setdefault(f.name, sch.from_connect(f.schema))
+        if added:
+            self._widen(added)
+
+    def _widen(self, added: dict[str, Any]) -> None:
+        """Write what is buffered with the current columns, then commit the wider schema as an
+        entry of its own (``widen``) and convert to it; for a metastore table also ADD COLUMNS.
+        Another task may have widened first: its columns are kept and ours added to them."""
+        self._flush(None)
+        for _attempt in range(5):
+            with self.log_lock:
+                self.log.refresh()
+                current = sch.StructType.fromJson(self.log.schema) if self.log.schema \
+                    else self.builder.struct  # type: ignore[union-attr]
+            values = [f for f in current.fields if f.name not in sch.RESERVED]
+            names = {f.name for f in values}
+            new = [sch.StructField(n, t, True) for n, t in added.items() if n not in names]
+            if not new:
+                self._set_struct(current)
+                break
+            key_type = current[sch.KEY].dataType if sch.KEY in current.names else None
+            struct = sch.table_struct(sch.StructType(values + new), key_type,
+                                      sch.DATE in self.partition_by)
+            entry = CommitEntry(self.log.new_writer(self.connector, self.task_id),
+                                self.connector, self.task_id, (), 0, {}, {}, struct.jsonValue(),
+                                tuple(self.partition_by), widen=True)
+            try:
+                with self.log_lock:
+                    self.log.commit(entry)
+            except CommitConflict:
+                continue  # the log moved: look again
+            log.info("%s-%d: table widened with columns %s", self.connector, self.task_id,
+                     ", ".join(f"{f.name} {f.dataType.simpleString()}" for f in new))
+            self._set_struct(struct)
+            break
+        else:
+            raise ConnectException("SparkSink could not widen the table schema after 5 attempts")
+        self._add_missing_columns()
+
+    def _add_missing_columns(self) -> None:
+        """ALTER TABLE ... ADD COLUMNS for columns of the schema a metastore table lacks
+        (idempotent: also run when a restart finds a widening the table missed)."""
+        if self.table_name is None or self.builder is None or not self._table_exists():
+            return
+        have = set(self.spark.table(self.table_name).columns)
+        missing = [f for f in self.builder.struct.fields if f.name not in have]
+        if missing:
+            columns = ", ".join(f"{sch.quote(f.name)} {sch.ddl_type(f.dataType)}"
+                                for f in missing)
+            self.spark.sql(f"ALTER TABLE {self.table_name} ADD COLUMNS ({columns})")
+
     def _commit_schema(self) -> None:
         """Fix the inferred schema with an entry of its own (no rows, no offsets), before any
         data, so that every data flush can run in the background; if another task fixed one
@@ -401,6 +469,8 @@ class SparkSinkTask(SinkTask):
                     continue
                 floor[tp] = offset + 1
                 groups.setdefault(tp, []).append(r)
+            if self.builder is not None and groups:
+                self._maybe_widen(records)
             for tp, group in groups.items():
                 batch = self._convert(tp, group) if self.builder is not None else None
                 raw = group if self.builder is None else None  # for schema inference
@@ -818,6 +888,8 @@ class SparkSinkTask(SinkTask):
             location = str(self.log.table_dir).replace("\\", "\\\\").replace("'", "\\'")
             self.spark.sql(f"CREATE TABLE IF NOT EXISTS {self.table_name} ({columns}) USING "
                            f"parquet{partitioned} LOCATION '{location}'")
+        else:
+            self._add_missing_columns()
         self.table_ready = True
         self._refresh_table()
 

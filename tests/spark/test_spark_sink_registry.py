@@ -1,6 +1,7 @@
 """Avro with the schema registry -> SparkSink: a standalone worker with Confluent's
 AvroConverter writes typed Spark columns from the registry schema (decimal, date,
-timestamp-millis, timestamp-micros)."""
+timestamp-millis, timestamp-micros), and widens the table when the schema evolves compatibly;
+``from_registry`` decodes the streams source's values."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from helpers import wait_until  # noqa: E402
 from test_spark_sink import committed_rows, create_sink, create_topic  # noqa: E402
 from worker_helpers import produce, standalone  # noqa: E402
 
+from connect.spark.commit_log import CommitLog  # noqa: E402
 from streams.registry import SchemaRegistry  # noqa: E402
 
 pytestmark = pytest.mark.spark
@@ -61,15 +63,35 @@ def test_avro_to_spark_sink_with_typed_columns(spark, tmp_path: Path, broker) ->
             create_sink(worker.url, "trades-sink", topics="trades", path=path,
                         **{"flush.interval.ms": 200})
             wait_until(lambda: committed_rows(path) >= n, 90, interval=0.2, message="rows")
+            # A compatible evolution (v2 adds fields with defaults) widens the table.
+            v2 = {**TRADE, "fields": [*TRADE["fields"],
+                                      {"name": "fee", "type": "double", "default": 0.0},
+                                      {"name": "settled", "type": ["null", {
+                                          "type": "int", "logicalType": "date"}],
+                                       "default": None}]}
+            ser2 = AvroSerializer(SchemaRegistryClient({"url": registry.url}), json.dumps(v2))
+            produce(broker.bootstrap, "trades", [
+                ser2({**trade(i), "fee": 0.25, "settled": dt.date(2026, 6, 1)},
+                     SerializationContext("trades", MessageField.VALUE))
+                for i in range(n, n + 10)])
+            wait_until(lambda: committed_rows(path) >= n + 10, 90, interval=0.2,
+                       message="v2 rows")
         finally:
             worker.stop()
-    df = spark.read.parquet(str(path))
+    df = spark.read.option("mergeSchema", "true").parquet(str(path))
     types = dict(df.dtypes)
-    assert {k: types[k] for k in ("id", "symbol", "price", "day", "at", "at_us", "venue")} == {
+    assert {k: types[k] for k in ("id", "symbol", "price", "day", "at", "at_us", "venue", "fee",
+                                  "settled")} == {
         "id": "bigint", "symbol": "string", "price": "decimal(12,4)", "day": "date",
-        "at": "timestamp", "at_us": "timestamp", "venue": "string"}
+        "at": "timestamp", "at_us": "timestamp", "venue": "string", "fee": "double",
+        "settled": "date"}
     rows = sorted(df.collect(), key=lambda r: r["id"])
-    assert [r["id"] for r in rows] == list(range(n))
+    assert [r["id"] for r in rows] == list(range(n + 10))
+    assert {(r["fee"], r["settled"]) for r in rows[:n]} == {(None, None)}  # written before
+    assert {(r["fee"], r["settled"]) for r in rows[n:]} == {(0.25, dt.date(2026, 6, 1))}
+    log = CommitLog(path)
+    log.refresh()
+    assert {"fee", "settled"} <= {f["name"] for f in log.schema["fields"]}
     r7 = rows[7]
     assert r7["price"] == decimal.Decimal("10.0007") and r7["day"] == dt.date(2026, 5, 2)
     assert r7["at"] == dt.datetime(2026, 5, 1, 9, 30, 0, 7000)  # session time zone is UTC
@@ -104,3 +126,34 @@ def test_streams_source_decodes_through_the_registry(spark, broker) -> None:
     assert [r["fee"] for r in rows] == [0.5, 0.5, 0.5, 1.25, 1.25]
     assert rows[4]["price"] == decimal.Decimal("10.0004")
     assert rows[1]["at_us"] == dt.datetime(2026, 5, 1, 9, 30, 0, 1)
+
+
+def test_commit_log_widening_rules(tmp_path: Path) -> None:
+    """Only an entry marked ``widen`` changes the fixed schema, and only by adding columns;
+    rows written with the narrower schema still commit afterwards; checkpoints carry it."""
+    from connect.spark.commit_log import CommitConflict, CommitEntry, widens
+
+    def schema(*names: str) -> dict:
+        return {"type": "struct", "fields": [
+            {"name": n, "type": "long", "nullable": True, "metadata": {}} for n in names]}
+
+    def entry(s: dict, rows: int = 0, widen: bool = False, start: int = 0) -> CommitEntry:
+        offsets = {("t", 0): start + rows} if rows else {}
+        return CommitEntry(f"w-{start}-{widen}", "c", 0, (), rows, offsets,
+                           {("t", 0): start} if rows else {}, s, (), widen=widen)
+
+    assert widens(schema("a"), schema("a", "b")) and not widens(schema("a", "b"), schema("a"))
+    assert not widens(schema("a"), schema("b", "c"))
+    log = CommitLog(tmp_path, compact_every=4)
+    log.commit(entry(schema("a")))
+    with pytest.raises(CommitConflict):  # an inferred wider schema is no widening
+        log.commit(entry(schema("a", "b")))
+    log.commit(entry(schema("a", "b"), widen=True))
+    assert log.schema == schema("a", "b")
+    log.commit(entry(schema("a"), rows=2))  # rows of a writer that had not seen it yet
+    with pytest.raises(CommitConflict):  # a widening must keep every column
+        log.commit(entry(schema("b", "c"), widen=True))
+    log.commit(entry(schema("a", "b"), rows=1, start=2))  # entry 4: checkpointed
+    again = CommitLog(tmp_path)
+    again.refresh()
+    assert again.schema == schema("a", "b") and again.offsets == {("t", 0): 3}
