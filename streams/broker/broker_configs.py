@@ -44,11 +44,13 @@ def _field(name: str) -> Getter:
 
 
 def _listeners(config: BrokerConfig, port: int) -> str:
-    return f"PLAINTEXT://{config.host}:{port}"
+    return config.listeners or f"PLAINTEXT://{config.host}:{port}"
 
 
 def _advertised(config: BrokerConfig, port: int) -> str | None:
     # Kafka's default is null: clients are then given `listeners`.
+    if config.advertised_listeners:
+        return config.advertised_listeners
     return None if config.advertised_host is None else f"PLAINTEXT://{config.advertised_host}:{port}"
 
 
@@ -65,9 +67,10 @@ def _simple(name: str, config_type: int, field: str | None = None,
 # Types are Kafka 3.x's ConfigDef types; `dynamic` follows DynamicBrokerConfig (listener configs
 # and the log.* defaults of topic configs are per-broker updatable in Kafka).
 BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
-    BrokerProperty("listeners", STRING, ("host", "port"), _listeners, dynamic=True),
-    BrokerProperty("advertised.listeners", STRING, ("advertised_host",), _advertised,
+    BrokerProperty("listeners", STRING, ("host", "port", "listeners"), _listeners,
                    dynamic=True),
+    BrokerProperty("advertised.listeners", STRING, ("advertised_host", "advertised_listeners"),
+                   _advertised, dynamic=True),
     _simple("broker.id", INT, "node_id"),
     _simple("node.id", INT, "node_id"),
     BrokerProperty("log.dirs", STRING, ("data_dir",), _log_dirs),

@@ -55,6 +55,8 @@ class BrokerConfig(KafkaConfigModel):
     advertised_listeners: str | None = None
     listener_security_protocol_map: str | None = None
     inter_broker_listener_name: str | None = None  # accepted, single node: unused
+    # KRaft controller listeners in `listeners` are not opened: this broker has no quorum.
+    controller_listener_names: str | None = None
     security_inter_broker_protocol: str | None = None  # accepted, single node: unused
     sasl_mechanism_inter_broker_protocol: str | None = None  # accepted, single node: unused
     sasl_enabled_mechanisms: str = "GSSAPI"

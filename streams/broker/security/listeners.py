@@ -78,9 +78,12 @@ def _entries(key: str, text: str) -> list[tuple[str, str, int]]:
 
 
 def parse_listeners(listeners: str, advertised: str | None = None,
-                    protocol_map: str | None = None) -> list[Listener]:
-    """The broker's listeners in configuration order."""
-    mapping = parse_protocol_map(protocol_map)
+                    protocol_map: str | None = None,
+                    controllers: set[str] | frozenset[str] = frozenset()) -> list[Listener]:
+    """The broker's listeners in configuration order (controller listeners map to PLAINTEXT
+    when the map does not name them)."""
+    mapping = {name: "PLAINTEXT" for name in controllers}
+    mapping.update(parse_protocol_map(protocol_map))
     entries = _entries("listeners", listeners)
     if not entries:
         raise ListenerError("listeners: no listener given")

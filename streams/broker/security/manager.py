@@ -44,8 +44,16 @@ class BrokerSecurity:
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config
         if config.listeners:
-            self.listeners = parse_listeners(config.listeners, config.advertised_listeners,
-                                             config.listener_security_protocol_map)
+            controllers = {n.strip().upper() for n in
+                           (config.controller_listener_names or "").split(",") if n.strip()}
+            self.listeners = [
+                listener for listener in parse_listeners(
+                    config.listeners, config.advertised_listeners,
+                    config.listener_security_protocol_map, controllers)
+                if listener.name not in controllers]
+            if not self.listeners:
+                raise ListenerError("listeners: every listener is a controller listener "
+                                    "(controller.listener.names); add one for clients")
         else:
             advertised = config.advertised_host or config.host
             self.listeners = [Listener("PLAINTEXT", "PLAINTEXT", config.host, config.port,
@@ -82,19 +90,20 @@ class BrokerSecurity:
     def _configure(self, listener: Listener) -> None:
         name = listener.name
 
+        # On SASL_SSL only listener.name.<l>.ssl.client.auth counts (Kafka ignores the
+        # broker-wide value there, with a warning).
+        sasl_ssl_default_auth = listener.uses_tls and listener.uses_sasl and \
+            self.config.listener_name.get(f"{name.lower()}.ssl.client.auth") is None
+
         def get(key: str) -> str | None:
+            if key == "ssl.client.auth" and sasl_ssl_default_auth:
+                return "none"
             return self.get(name, key)
 
         if listener.uses_tls:
-            if listener.uses_sasl and self.config.listener_name.get(
-                    f"{name.lower()}.ssl.client.auth") is None and \
-                    self.config.ssl_client_auth != "none":
+            if sasl_ssl_default_auth and self.config.ssl_client_auth != "none":
                 log.warning("ssl.client.auth is ignored on SASL_SSL listener %s; set "
                             "listener.name.%s.ssl.client.auth (as in Kafka)", name, name.lower())
-
-                def get(key: str) -> str | None:  # noqa: F811
-                    return "none" if key == "ssl.client.auth" else self.get(name, key)
-
             self.contexts[name] = server_context(get, name)
             self.mappers[name] = PrincipalMapper(get("ssl.principal.mapping.rules"))
         if listener.uses_sasl:

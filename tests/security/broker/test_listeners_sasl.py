@@ -167,6 +167,9 @@ def test_listener_settings_are_checked(tmp_path: Path, pki: Pki) -> None:
                         listener_security_protocol_map="INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT")
     assert [(lst.name, lst.protocol, lst.advertised_host) for lst in internal.listeners] == \
         [("INTERNAL", "PLAINTEXT", "127.0.0.1"), ("EXTERNAL", "PLAINTEXT", "kafka.example.com")]
+    kraft = security(listeners="PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
+                     controller_listener_names="CONTROLLER")  # a KRaft server.properties
+    assert [lst.name for lst in kraft.listeners] == ["PLAINTEXT"]
     with pytest.raises(ListenerError, match="appears more than once"):
         security(listeners="PLAINTEXT://:1,PLAINTEXT://:2")
     with pytest.raises(ListenerError, match="ssl.keystore.location"):
