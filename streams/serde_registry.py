@@ -252,12 +252,27 @@ class AvroSerde(RegistrySerde):
         writer = self._readers.get(schema_id)
         if writer is None:
             reg = self.client.get_schema(schema_id)
-            writer = self._parse(json.loads(reg.schema))
+            named: dict[str, Any] = {}
+            self._referenced(reg.references, named, set())
+            writer = fastavro.parse_schema(json.loads(reg.schema), named_schemas=named)
             self._readers[schema_id] = writer
         value = fastavro.schemaless_reader(io.BytesIO(payload), writer, self._reader)
         if self.model is not None:
             return self.model.model_validate(value)  # type: ignore[attr-defined]
         return value
+
+    def _referenced(self, references: Any, named: dict[str, Any], seen: set[str]) -> None:
+        """Parse the schemas ``references`` name (depth first) into fastavro's named types."""
+        import fastavro
+
+        for ref in references or ():
+            key = f"{ref['subject']}/{ref['version']}"
+            if key in seen:
+                continue
+            seen.add(key)
+            dep = self.client.get_version(ref["subject"], ref["version"])
+            self._referenced(dep.references, named, seen)
+            fastavro.parse_schema(json.loads(dep.schema), named_schemas=named)
 
     def __repr__(self) -> str:
         return f"Serdes.avro({self.record_name() or ''})"

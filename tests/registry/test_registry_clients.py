@@ -228,3 +228,37 @@ def test_protobuf_between_confluent_and_ours(registry) -> None:
     # The registry answers the .proto as text for Confluent's default format, and serialized.
     registered = client.get_latest_version(f"{topic}-value")
     assert registered.schema.schema_type == "PROTOBUF"
+
+
+def test_schema_references(registry) -> None:
+    from confluent_kafka.schema_registry import SchemaReference
+
+    client = SchemaRegistryClient({"url": registry.url})
+    address = {"type": "record", "name": "Address", "namespace": "refs",
+               "fields": [{"name": "city", "type": "string"}]}
+    person = {"type": "record", "name": "Person", "namespace": "refs",
+              "fields": [{"name": "name", "type": "string"},
+                         {"name": "home", "type": "refs.Address"}]}
+    client.register_schema("refs-address", Schema(json.dumps(address), "AVRO"))
+    refs = [SchemaReference("refs.Address", "refs-address", 1)]
+    person_id = client.register_schema("refs-person-value",
+                                       Schema(json.dumps(person), "AVRO", refs))
+    got = client.get_schema(person_id)
+    assert [(r.name, r.subject, r.version) for r in got.references] == \
+        [("refs.Address", "refs-address", 1)]
+    assert client.get_referenced_by("refs-address", 1) == [person_id]
+    with pytest.raises(SchemaRegistryError) as referenced:
+        client.delete_version("refs-address", 1)
+    assert referenced.value.error_code == 42206
+    # Without the reference the named type is unknown: an invalid schema.
+    with pytest.raises(SchemaRegistryError) as unknown:
+        client.register_schema("refs-orphan-value", Schema(json.dumps(person), "AVRO"))
+    assert unknown.value.error_code == 42201
+    # Confluent's Avro serializer and deserializer follow the reference.
+    ser = AvroSerializer(client, Schema(json.dumps(person), "AVRO", refs),
+                         conf={"auto.register.schemas": False, "use.latest.version": True})
+    data = ser({"name": "kim", "home": {"city": "Bergen"}}, value_ctx("refs-person"))
+    assert AvroDeserializer(client)(data, value_ctx("refs-person")) == \
+        {"name": "kim", "home": {"city": "Bergen"}}
+    assert Serdes.avro(registry_url=registry.url).deserialize("refs-person", data) == \
+        {"name": "kim", "home": {"city": "Bergen"}}
