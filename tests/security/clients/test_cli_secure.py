@@ -36,6 +36,10 @@ def test_client_commands_with_command_config(secure_kafka: SecureKafka, tmp_path
     assert "cli-readers" in ok("groups", "list", *conn).split()
     described = ok("groups", "describe", "cli-readers", *conn)
     assert "cli-secure" in described
+    plan = ok("app", "reset", "--application-id", "cli-readers", "--input-topics", "cli-secure",
+              "--dry-run", *conn)
+    assert "cli-secure" in plan
+    ok("health", "check", "--topic", "cli-secure-health", *conn)
     ok("topics", "delete", "cli-secure", *conn)
 
 
