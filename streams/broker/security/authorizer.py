@@ -143,6 +143,8 @@ class AclStore:
     def __init__(self, data_dir: Path) -> None:
         self.path = Path(data_dir) / ACL_FILE
         self.acls: list[AclBinding] = []
+        # The ACLs of each resource type: a check scans only its own type's.
+        self.by_type: dict[int, list[AclBinding]] = {}
 
     def load(self) -> None:
         if not self.path.exists():
@@ -152,6 +154,13 @@ class AclStore:
             self.acls = [AclBinding(**entry) for entry in entries]
         except (OSError, ValueError, TypeError) as exc:
             raise RuntimeError(f"cannot read ACLs {self.path}: {exc}") from exc
+        self._index()
+
+    def _index(self) -> None:
+        by_type: dict[int, list[AclBinding]] = {}
+        for acl in self.acls:
+            by_type.setdefault(acl.resource_type, []).append(acl)
+        self.by_type = by_type
 
     def save(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -168,11 +177,13 @@ class AclStore:
             if acl not in known:
                 self.acls.append(acl)
                 known.add(acl)
+        self._index()
         self.save()
 
     def remove(self, doomed: set[AclBinding]) -> None:
         if doomed:
             self.acls = [acl for acl in self.acls if acl not in doomed]
+            self._index()
             self.save()
 
 
@@ -188,8 +199,8 @@ class Authorizer:
             return True
         found = False
         allowed = False
-        for acl in self.store.acls:
-            if acl.resource_type != resource_type or not _pattern_matches(acl, name):
+        for acl in self.store.by_type.get(resource_type, ()):
+            if not _pattern_matches(acl, name):
                 continue
             found = True
             if acl.principal not in (principal, WILDCARD_PRINCIPAL) \
@@ -216,8 +227,8 @@ class Authorizer:
         topic" for idempotent producers): an ALLOW that no resource-wide DENY cancels."""
         if principal in self.super_users:
             return True
-        for acl in self.store.acls:
-            if acl.resource_type != resource_type or acl.permission_type != ALLOW:
+        for acl in self.store.by_type.get(resource_type, ()):
+            if acl.permission_type != ALLOW:
                 continue
             if acl.principal in (principal, WILDCARD_PRINCIPAL) \
                     and acl.host in (host, WILDCARD) and _allow_implies(acl.operation, operation):
