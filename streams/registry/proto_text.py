@@ -215,3 +215,70 @@ def _resolve(fdp: Any, unresolved: list) -> None:
                     break
         field.type = kinds.get(name, 11)
         field.type_name = f".{name}"
+
+
+_TYPE_NAMES = {v: k for k, v in _SCALARS.items()}
+
+
+def to_proto_text(fdp: Any) -> str:
+    """``.proto`` text for a ``FileDescriptorProto`` (what Confluent's registry answers for a
+    Protobuf schema unless ``format=serialized`` is asked): syntax, package, imports, messages
+    with nested types, enums, oneofs and map fields; options other than ``map_entry`` are
+    left out."""
+    lines = [f'syntax = "{fdp.syntax or "proto2"}";']
+    if fdp.package:
+        lines.append(f"package {fdp.package};")
+    for dep in fdp.dependency:
+        lines.append(f'import "{dep}";')
+    lines.append("")
+    scope = f".{fdp.package}" if fdp.package else ""
+    for enum in fdp.enum_type:
+        lines += _enum_text(enum, "")
+    for message in fdp.message_type:
+        lines += _message_text(message, "", scope, fdp.syntax == "proto3")
+    return "\n".join(lines) + "\n"
+
+
+def _enum_text(enum: Any, indent: str) -> list[str]:
+    out = [f"{indent}enum {enum.name} {{"]
+    out += [f"{indent}  {v.name} = {v.number};" for v in enum.value]
+    return [*out, f"{indent}}}"]
+
+
+def _type_text(field: Any, scope: str) -> str:
+    if field.type in _TYPE_NAMES:
+        return _TYPE_NAMES[field.type]
+    name = field.type_name
+    return name[len(scope) + 1:] if scope and name.startswith(scope + ".") else name
+
+
+def _message_text(msg: Any, indent: str, scope: str, proto3: bool) -> list[str]:
+    full = f"{scope}.{msg.name}"
+    inner = indent + "  "
+    out = [f"{indent}message {msg.name} {{"]
+    entries = {f"{full}.{n.name}": n for n in msg.nested_type if n.options.map_entry}
+    oneofs: dict[int, list[Any]] = {}
+    for field in msg.field:
+        if field.HasField("oneof_index") and not field.proto3_optional:
+            oneofs.setdefault(field.oneof_index, []).append(field)
+            continue
+        entry = entries.get(field.type_name)
+        if entry is not None:
+            key, value = entry.field[0], entry.field[1]
+            out.append(f"{inner}map<{_type_text(key, full)}, {_type_text(value, full)}> "
+                       f"{field.name} = {field.number};")
+            continue
+        label = {3: "repeated ", 2: "required "}.get(field.label, "")
+        if field.label == 1 and (not proto3 or field.proto3_optional):
+            label = "optional "
+        out.append(f"{inner}{label}{_type_text(field, full)} {field.name} = {field.number};")
+    for index, fields in oneofs.items():
+        out.append(f"{inner}oneof {msg.oneof_decl[index].name} {{")
+        out += [f"{inner}  {_type_text(f, full)} {f.name} = {f.number};" for f in fields]
+        out.append(f"{inner}}}")
+    for nested in msg.nested_type:
+        if not nested.options.map_entry:
+            out += _message_text(nested, inner, full, proto3)
+    for enum in msg.enum_type:
+        out += _enum_text(enum, inner)
+    return [*out, f"{indent}}}"]

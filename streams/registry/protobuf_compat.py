@@ -16,8 +16,6 @@ import base64
 import binascii
 from typing import Any
 
-_T = None  # descriptor_pb2.FieldDescriptorProto, imported lazily
-
 
 def _fdp_module() -> Any:
     from google.protobuf import descriptor_pb2
@@ -40,6 +38,24 @@ def parse(text: str) -> Any:
     from .proto_text import parse_proto
 
     return parse_proto(text)
+
+
+def normalized(fdp: Any) -> Any:
+    """A copy without what text and descriptor forms of one schema may differ in (the file
+    name, source info, ``json_name`` that protoc fills in), to decide "the same schema"."""
+    copy = type(fdp)()
+    copy.CopyFrom(fdp)
+    copy.ClearField("name")
+    copy.ClearField("source_code_info")
+
+    def strip(messages: Any) -> None:
+        for m in messages:
+            for f in m.field:
+                f.ClearField("json_name")
+            strip(m.nested_type)
+
+    strip(copy.message_type)
+    return copy
 
 
 def to_serialized(fdp: Any) -> str:

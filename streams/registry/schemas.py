@@ -73,10 +73,7 @@ def parse(text: str, schema_type: str | None, references: Sequence[dict[str, Any
             from . import protobuf_compat
 
             parsed = protobuf_compat.parse(text)
-            copy = type(parsed)()
-            copy.CopyFrom(parsed)
-            copy.ClearField("name")
-            canonical = protobuf_compat.to_serialized(copy)
+            canonical = protobuf_compat.to_serialized(protobuf_compat.normalized(parsed))
     except errors.RegistryError:
         raise
     except Exception as exc:  # each library has its own exception types

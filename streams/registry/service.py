@@ -28,8 +28,16 @@ def describe(v: Version, fmt: str | None = None, state: State | None = None) -> 
 
 
 def schema_text(v: Version, fmt: str | None, state: State | None) -> str:
-    if fmt == "serialized" and v.schema_type == "PROTOBUF" and state is not None:
-        return state.parsed(v).serialized()
+    """The schema as Confluent answers it: Protobuf as ``.proto`` text (also when it was
+    registered as a base64 descriptor, as Confluent's Python client does), or as the base64
+    ``FileDescriptorProto`` with ``format=serialized``."""
+    if v.schema_type == "PROTOBUF" and state is not None:
+        if fmt == "serialized":
+            return state.parsed(v).serialized()
+        if not any(token in v.schema for token in ("{", ";", "syntax")):  # base64
+            from .proto_text import to_proto_text
+
+            return to_proto_text(state.parsed(v).parsed)
     return v.schema
 
 

@@ -228,6 +228,12 @@ def test_protobuf_between_confluent_and_ours(registry) -> None:
     # The registry answers the .proto as text for Confluent's default format, and serialized.
     registered = client.get_latest_version(f"{topic}-value")
     assert registered.schema.schema_type == "PROTOBUF"
+    text = registered.schema.schema_str
+    assert "package shop;" in text and "message Line {" in text and "repeated Line lines = 4;" \
+        in text
+    # The text registers as the same schema (same id) as the descriptor Confluent's client sent.
+    assert client.register_schema(f"{topic}-value", Schema(text, "PROTOBUF")) == \
+        int.from_bytes(data[1:5], "big")
 
 
 def test_schema_references(registry) -> None:
