@@ -16,6 +16,7 @@ from ..security.authorizer import (
     CLUSTER,
     CLUSTER_NAME,
     CREATE,
+    DESCRIBE,
     DESCRIBE_CONFIGS,
     TOPIC,
 )
@@ -163,6 +164,8 @@ async def delete_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
         if name is None and topic_id is not None:
             name = next((t.name for t in broker.topics.topics.values() if t.topic_id == topic_id),
                         None)
+            if name is not None and not broker.security.allowed(ctx, DESCRIBE, TOPIC, name):
+                name = None  # an id the principal may not describe stays unknown (as Kafka)
         entry: dict[str, Any] = {"name": name, "topic_id": topic_id or uuid.UUID(int=0),
                                  "error_code": 0, "error_message": None}
         responses.append(entry)

@@ -82,6 +82,7 @@ def topic_metadata(broker: Broker, name: str, error: int = 0,
 async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     requested = request.topics
     security = broker.security
+    by_id: set[str] = set()  # names found from a topic id: never revealed when refused
     if requested is None or (ctx.api_version == 0 and not requested):
         # All topics: those the principal may not describe are left out, not refused.
         names = [name for name in sorted(broker.topics.topics)
@@ -95,6 +96,8 @@ async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[st
                     (t.name for t in broker.topics.topics.values() if t.topic_id == entry.topic_id),
                     None,
                 )
+                if name is not None:
+                    by_id.add(name)
             if name is not None:
                 names.append(name)
     allow_create = getattr(request, "allow_auto_topic_creation", True)
@@ -102,6 +105,11 @@ async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[st
     for name in names:
         error = 0
         if not security.allowed(ctx, DESCRIBE, TOPIC, name):
+            if name in by_id:  # Kafka nulls the name it resolved
+                topics.append({**topic_metadata(broker, name, TOPIC_AUTHORIZATION_FAILED),
+                               "name": None,
+                               "topic_id": broker.topics.topics[name].topic_id})
+                continue
             error = TOPIC_AUTHORIZATION_FAILED  # whether or not it exists (Kafka 1.0+)
         elif name not in broker.topics.topics and broker.topics.is_creating(name):
             error = LEADER_NOT_AVAILABLE  # CreateTopics is still opening its partitions

@@ -178,6 +178,17 @@ def test_topic_describe_hides_and_refuses(broker: SecuredBroker, admin: Connecti
         assert named[hidden]["error_code"] == "topic_authorization_failed"
         assert named["never-existed-" + hidden]["error_code"] == "topic_authorization_failed"
         assert named[hidden]["partitions"] == []
+        hidden_id = uuid.UUID(_metadata(admin, [hidden])[hidden]["topic_id"])
+        by_id = alice.send(3, 12, {"topics": [{"topic_id": hidden_id, "name": None}],
+                                   "allow_auto_topic_creation": False})
+        assert by_id is not None  # an id lookup does not learn the name either
+        assert [(t["name"], t["error_code"]) for t in by_id["topics"]] == \
+            [(None, "topic_authorization_failed")]
+        deleted = alice.send(20, 6, {"topics": [{"name": None, "topic_id": hidden_id}],
+                                     "timeout": 10000})
+        assert deleted is not None
+        assert [(t["name"], t["error_code"]) for t in deleted["responses"]] == \
+            [(None, "unknown_topic_id")]
         offsets = alice.send(2, 7, {"replica_id": -1, "topics": [
             {"name": hidden, "partitions": [{"partition_index": 0, "timestamp": -1}]}]})
         assert offsets is not None
