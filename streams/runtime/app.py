@@ -46,6 +46,19 @@ class IllegalStateError(RuntimeError):
     """Called in the wrong state (e.g. start() twice)."""
 
 
+class StreamThreadExceptionResponse(enum.Enum):
+    """What an uncaught-exception handler answers (Kafka's
+    ``StreamsUncaughtExceptionHandler.StreamThreadExceptionResponse``, KIP-671)."""
+
+    REPLACE_THREAD = "REPLACE_THREAD"  # a new stream thread takes over; the client keeps going
+    SHUTDOWN_CLIENT = "SHUTDOWN_CLIENT"  # this instance stops, in ERROR
+    SHUTDOWN_APPLICATION = "SHUTDOWN_APPLICATION"  # every instance of the application stops
+
+
+class ApplicationShutdownRequested(RuntimeError):
+    """Another instance's handler answered SHUTDOWN_APPLICATION: this one stops too."""
+
+
 class KafkaStreams:
     def __init__(self, topology: Topology, config: Mapping[str, Any] | StreamsConfig) -> None:
         self.topology = topology
@@ -65,6 +78,10 @@ class KafkaStreams:
         self.metrics_registry = MetricsRegistry(
             "kafka.streams", RecordingLevel.parse(self.config.metrics_recording_level))
         self._metadata: StreamsMetadataState | None = None  # host map of the last assignment
+        self._uncaught_handler: Callable[[BaseException], Any] | None = None
+        self._shutdown_requested = False  # SHUTDOWN_APPLICATION: told to the group when joining
+        self._shutdown_by_group = False  # the group told us to shut down
+        self.thread_replacements = 0
         self._query_server: Any = None  # query_server.QueryServer while running
 
     # -- state --------------------------------------------------------------------------------
@@ -129,7 +146,7 @@ class KafkaStreams:
                 from .query_server import QueryServer  # aiohttp only when serving
                 self._query_server = await asyncio.to_thread(
                     QueryServer(self, self.config.application_server).start)
-            await self._serving_metrics(self._stream_thread.run(self._stop))
+            await self._serving_metrics(self._run_stream_threads())
         except BaseException as exc:
             self.error = exc
             if isinstance(exc, asyncio.CancelledError):
@@ -144,6 +161,99 @@ class KafkaStreams:
                 await asyncio.to_thread(self._query_server.stop)
                 self._query_server = None
         self._set_state(State.NOT_RUNNING)
+
+    async def _run_stream_threads(self) -> None:
+        """Run the stream thread; when it fails, ask the uncaught-exception handler what to do
+        (KIP-671): replace the thread, stop this client, or stop the whole application."""
+        assert self._stop is not None
+        while True:
+            thread = self._stream_thread
+            assert thread is not None
+            try:
+                await thread.run(self._stop)
+            except Exception as exc:
+                if self._stop.is_set() and not self._shutdown_requested:
+                    raise
+                response = self._uncaught_response(exc)
+                if response is StreamThreadExceptionResponse.REPLACE_THREAD:
+                    self.thread_replacements += 1
+                    log.error("stream thread failed (%r); replacing it (REPLACE_THREAD)", exc,
+                              exc_info=exc)
+                    self._stream_thread = StreamThread(self)
+                    self._register_replacement_metrics()
+                    continue
+                if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
+                    await self._request_application_shutdown(exc)
+                raise
+            if self._shutdown_by_group:
+                raise ApplicationShutdownRequested(
+                    "another instance of the application requested its shutdown "
+                    "(SHUTDOWN_APPLICATION)")
+            return
+
+    def _uncaught_response(self, exc: BaseException) -> StreamThreadExceptionResponse:
+        handler = self._uncaught_handler
+        if handler is None:  # Kafka's default: the client shuts down
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        try:
+            response = handler(exc)
+        except Exception:
+            log.exception("the uncaught exception handler failed; shutting the client down")
+            return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        if not isinstance(response, StreamThreadExceptionResponse):
+            try:
+                response = StreamThreadExceptionResponse(str(getattr(response, "name",
+                                                                     response)))
+            except ValueError:
+                log.error("the uncaught exception handler returned %r, not a "
+                          "StreamThreadExceptionResponse; shutting the client down", response)
+                return StreamThreadExceptionResponse.SHUTDOWN_CLIENT
+        return response
+
+    def _register_replacement_metrics(self) -> None:
+        """The new thread's metrics, under a new thread id as Kafka names replacements."""
+        try:
+            from ..metrics.streams_app import register_streams_metrics
+            register_streams_metrics(
+                self.metrics_registry, self._stream_thread,
+                f"{self.config.application_id}-StreamThread-{self.thread_replacements + 1}")
+        except Exception:  # metrics never stop processing
+            log.warning("could not register the replacement thread's metrics", exc_info=True)
+
+    async def _request_application_shutdown(self, cause: BaseException) -> None:
+        """SHUTDOWN_APPLICATION: rejoin the group once, asking for the shutdown in the
+        subscription; the assignor answers every member with a shutdown error (as Kafka's
+        AssignmentInfo error code), and each instance stops in ERROR."""
+        log.error("stream thread failed (%r); asking every instance of the application to "
+                  "shut down (SHUTDOWN_APPLICATION)", cause)
+        assert self._stop is not None
+        self._shutdown_requested = True
+        self._stop.clear()
+        self._stream_thread = StreamThread(self)
+        try:
+            await asyncio.wait_for(self._stream_thread.run(self._stop),
+                                   self.config.session_timeout_ms / 1000 + 30)
+        except Exception as exc:  # the request is best effort: this instance stops anyway
+            log.warning("could not tell the group to shut down: %r", exc)
+
+    def _on_shutdown_requested(self) -> None:
+        """The assignment carried the application-shutdown error: stop, ending in ERROR."""
+        self._shutdown_by_group = True
+        loop, stop = self._loop, self._stop
+        if loop is not None and stop is not None:
+            loop.call_soon_threadsafe(stop.set)
+
+    def set_uncaught_exception_handler(
+            self, handler: Callable[[BaseException], StreamThreadExceptionResponse]) -> None:
+        """What to do when the stream thread fails (before ``start()``): the handler gets
+        the exception and returns a ``StreamThreadExceptionResponse``. Without one the
+        client shuts down (ERROR), as Kafka's default does."""
+        if self._state is not State.CREATED:
+            raise IllegalStateError("set_uncaught_exception_handler() must be called before "
+                                    f"start(); the instance is {self._state.value}")
+        if not callable(handler):
+            raise TypeError(f"the uncaught exception handler must be callable, got {handler!r}")
+        self._uncaught_handler = handler
 
     async def _serving_metrics(self, running: Any) -> None:
         """Await ``running`` with the thread's metrics registered and, if metrics.listener
@@ -258,6 +368,8 @@ class KafkaStreams:
 
     def _on_assignment_info(self, info: AssignmentInfo) -> None:
         """Called by the assignor with every new assignment's host map."""
+        if info.shutdown:
+            self._on_shutdown_requested()
         thread = self._stream_thread
         if thread is None or thread.layout is None:
             return

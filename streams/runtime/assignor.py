@@ -44,12 +44,13 @@ class MemberInfo:
     active: set[TaskId] = field(default_factory=set)
     state: set[TaskId] = field(default_factory=set)
     endpoint: str = ""
+    shutdown: bool = False  # SHUTDOWN_APPLICATION requested (Kafka's SubscriptionInfo flag)
 
     def encode(self) -> bytes:
         return json.dumps({"process": self.process_id,
                            "active": sorted(str(t) for t in self.active),
                            "state": sorted(str(t) for t in self.state),
-                           "endpoint": self.endpoint}).encode()
+                           "endpoint": self.endpoint, "shutdown": self.shutdown}).encode()
 
     @classmethod
     def decode(cls, data: bytes | None) -> MemberInfo:
@@ -59,7 +60,7 @@ class MemberInfo:
             raw = json.loads(data)
             return cls(raw.get("process", ""), {TaskId.parse(t) for t in raw.get("active", [])},
                        {TaskId.parse(t) for t in raw.get("state", [])},
-                       str(raw.get("endpoint") or ""))
+                       str(raw.get("endpoint") or ""), bool(raw.get("shutdown", False)))
         except (ValueError, AttributeError, TypeError):
             return cls()
 
@@ -74,11 +75,12 @@ class AssignmentInfo:
     hosts: dict[str, list[TaskId]] = field(default_factory=dict)
     standby_hosts: dict[str, list[TaskId]] = field(default_factory=dict)
     partitions: dict[str, int] = field(default_factory=dict)
+    shutdown: bool = False  # a member asked for the application's shutdown: everyone stops
 
     def encode(self) -> bytes:
         def tids(ts: Iterable[TaskId]) -> list[str]:
             return sorted(str(t) for t in ts)
-        return json.dumps({"tasks": tids(self.tasks),
+        return json.dumps({"shutdown": self.shutdown, "tasks": tids(self.tasks),
                            "hosts": {h: tids(ts) for h, ts in sorted(self.hosts.items())},
                            "standby_hosts": {h: tids(ts) for h, ts
                                              in sorted(self.standby_hosts.items())},
@@ -98,7 +100,8 @@ class AssignmentInfo:
                         for h, ts in (raw.get(key) or {}).items()}
             return cls([TaskId.parse(t) for t in raw.get("tasks", [])], hosts("hosts"),
                        hosts("standby_hosts"),
-                       {str(t): int(n) for t, n in (raw.get("partitions") or {}).items()})
+                       {str(t): int(n) for t, n in (raw.get("partitions") or {}).items()},
+                       bool(raw.get("shutdown", False)))
         except (ValueError, AttributeError, TypeError):
             return cls()
 
@@ -132,6 +135,10 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                ) -> dict[str, ConsumerProtocolMemberAssignment]:
         tasks = self.tasks(cluster)
         infos = {m: MemberInfo.decode(md.user_data) for m, md in members.items()}
+        if any(info.shutdown for info in infos.values()):
+            log.error("a member requested the application's shutdown: assigning nothing")
+            stop = AssignmentInfo(shutdown=True).encode()
+            return {m: ConsumerProtocolMemberAssignment(VERSION, [], stop) for m in members}
         plan = balance(tasks, infos, self.stateful)
         hosts: dict[str, list[TaskId]] = {}
         for member, info in infos.items():

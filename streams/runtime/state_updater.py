@@ -93,6 +93,13 @@ class StateUpdater:
         runner, self._runner = self._runner, None
         if runner is not None:
             runner.cancel()
+            # A client call inside the runner can absorb the cancellation (the runner then
+            # waits on its wake-up event forever and close() never returned): cancel again
+            # until it has ended.
+            while not runner.done():
+                await asyncio.wait({runner}, timeout=0.2)
+                if not runner.done():
+                    runner.cancel()
             with contextlib.suppress(BaseException):
                 await runner
         consumer, self._consumer = self._consumer, None

@@ -481,7 +481,8 @@ class StreamThread:
 
     def _member_info(self) -> MemberInfo:
         return MemberInfo(self.state_dir.process_id, set(self.tasks),
-                          self.state_dir.task_ids_on_disk(), self.config.application_server or "")
+                          self.state_dir.task_ids_on_disk(), self.config.application_server or "",
+                          self.app._shutdown_requested)
 
     async def on_revoked(self, gen: ClientGeneration, revoked: list[TopicPartition]) -> None:
         self.assignment_version += 1

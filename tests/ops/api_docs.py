@@ -31,7 +31,7 @@ EXTRA = [
     "streams.dsl.cogroup.CogroupedKStream",
     "streams.dsl.cogroup.TimeWindowedCogroupedKStream",
     "streams.dsl.cogroup.SessionWindowedCogroupedKStream",
-    "streams.runtime.app.State",
+    "streams.runtime.app.State", "streams.runtime.app.StreamThreadExceptionResponse",
     "streams.runtime.queries.HostInfo", "streams.runtime.queries.KeyQueryMetadata",
     "streams.runtime.queries.StreamsMetadata",
     "streams.runtime.queries.ReadOnlyStoreView",

@@ -4,18 +4,23 @@
 
 Counts ``ops-input`` records per key into the store ``ops-counts`` (also written to
 ``ops-counts``, the topic) and per key and minute into the window store ``ops-windows``.
+OPS_POISON=VALUE makes records with that value fail; OPS_HANDLER=REPLACE_THREAD|SHUTDOWN_CLIENT|
+SHUTDOWN_APPLICATION sets the uncaught-exception handler's answer.
 Prints ``STATE <state>`` on every change and ``CLOSED`` after a clean close; SIGTERM closes it.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from streams import KafkaStreams, Materialized, Serdes, StreamsBuilder, TimeWindows, Topology
+from streams.runtime.app import StreamThreadExceptionResponse
 
 INPUT = "ops-input"
 OUTPUT = "ops-counts"
@@ -24,10 +29,20 @@ WINDOWS = "ops-windows"
 WINDOW_MS = 60_000
 
 
-def topology() -> Topology:
+class Poisoned(RuntimeError):
+    """Raised for the poison value (tests of the uncaught-exception handler)."""
+
+
+def topology(poison: Callable[[str], bool] | None = None) -> Topology:
+    """``poison(value)`` true makes processing that record fail."""
     s = Serdes.string()
     builder = StreamsBuilder()
-    grouped = builder.stream(INPUT, key_serde=s, value_serde=s).group_by_key()
+    stream = builder.stream(INPUT, key_serde=s, value_serde=s)
+
+    def check(key: str, value: str) -> None:
+        if poison is not None and poison(value):
+            raise Poisoned(f"poison record {key}={value}")
+    grouped = stream.peek(check).group_by_key()
     grouped.count(Materialized(COUNTS)).to_stream().to(OUTPUT, key_serde=s,
                                                         value_serde=Serdes.long())
     grouped.windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS)).count(
@@ -46,7 +61,12 @@ def main() -> None:
     bootstrap, state_dir, server = sys.argv[1:4]
     app_id = sys.argv[4] if len(sys.argv) > 4 else "ops-app"
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    streams = KafkaStreams(topology(), config(bootstrap, state_dir, server or None, app_id))
+    poison = os.environ.get("OPS_POISON")
+    streams = KafkaStreams(topology((lambda v: v == poison) if poison else None),
+                           config(bootstrap, state_dir, server or None, app_id))
+    if os.environ.get("OPS_HANDLER"):
+        response = StreamThreadExceptionResponse(os.environ["OPS_HANDLER"])
+        streams.set_uncaught_exception_handler(lambda exc: response)
     stopped = threading.Event()
     streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())

@@ -19,14 +19,15 @@ class AppProcess:
     """``tests/ops/ops_app.py`` in a child process; ``stop()`` closes it with SIGTERM."""
 
     def __init__(self, bootstrap: str, state_dir: Path, server: str, app_id: str = "ops-app",
-                 log: Path | None = None) -> None:
+                 log: Path | None = None, env: dict[str, str] | None = None) -> None:
+        self.env = env or {}
         self.args = [sys.executable, "-m", "tests.ops.ops_app", bootstrap, str(state_dir),
                      server, app_id]
         self.log = log or state_dir.with_suffix(".log")
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> AppProcess:
-        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **self.env}
         self.proc = subprocess.Popen(self.args, cwd=ROOT, env=env,
                                      stdout=open(self.log, "wb"),  # noqa: SIM115
                                      stderr=subprocess.STDOUT)
