@@ -20,7 +20,10 @@ What it does:
    tests listed in ``DESELECT`` (each with the reason a single node cannot pass it),
 7. when the only failures are tests of ``CLIENT_RACES`` (races inside kafka-python itself, each
    with its diagnosis), runs those once more and lets the second result count,
-8. stops the broker whatever happens, prints pytest's summary line last and exits with pytest's
+8. runs the suite's SASL tests (test_sasl_integration.py: admin, produce/consume and raw client,
+   each with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512) against a second broker with a
+   SASL_PLAINTEXT listener (see SASL_PLUGIN),
+9. stops the brokers whatever happens, prints pytest's summary lines last and exits with pytest's
    exit code (a run in which no test passed is a failure).
 
 The full pytest output (with the suite's DEBUG logs) is kept in
