@@ -1,9 +1,10 @@
 """Logging for operators: ``--log-level`` / ``--log-format text|json`` for every command, and a
 filter that keeps a broker outage from flooding the log.
 
-During an outage aiokafka logs "Unable connect to node ..." and "Unable to update metadata
-..." at ERROR on every connection attempt of every client (thousands of lines a second before
-the stream thread backed off). The filter lets the first of each through, drops repeats for
+During an outage aiokafka logs "Unable connect to node ...", "Failed fetch messages ...",
+"Group Coordinator Request failed ..." at ERROR on every retry of every client (about 20
+lines a second while a generation waits for its coordinator, and thousands a second once
+the stream thread rejoined in a tight loop, before it backed off). The filter lets the first of each through, drops repeats for
 ``REPEAT_WINDOW_S`` and then says how many it dropped; our runtime logs one line per
 reconnect attempt itself.
 """
@@ -20,14 +21,25 @@ FORMATS = ("text", "json")
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 REPEAT_WINDOW_S = 30.0
 
-# aiokafka's connection-failure messages (aiokafka/client.py, logger "aiokafka").
-CONNECTION_TEMPLATES = frozenset({
-    "Unable connect to node with id %s: %s",
-    'Unable connect to "%s:%s": %s',
-    "Unable to update metadata from %s",
-    "Unable to request metadata from node with id %s: %r",
-    "Unable to request metadata from node with id %s: %s",
-})
+# aiokafka's connection-failure messages, by the logger that emits them (aiokafka 0.14:
+# client.py, consumer/fetcher.py, consumer/group_coordinator.py). Each repeats on every retry
+# (every 100 ms per client) for as long as the broker is away.
+CONNECTION_TEMPLATES_BY_LOGGER = {
+    "aiokafka": (
+        "Unable connect to node with id %s: %s",
+        'Unable connect to "%s:%s": %s',
+        "Unable to update metadata from %s",
+    ),
+    "aiokafka.consumer.fetcher": (
+        "Failed fetch messages from %s: %s",
+        "Failed fetch offsets from %s: %s",
+    ),
+    "aiokafka.consumer.group_coordinator": (
+        "Group Coordinator Request failed: %s",
+        "Heartbeat send request failed: %s. Will retry.",
+    ),
+}
+CONNECTION_TEMPLATES = frozenset(t for ts in CONNECTION_TEMPLATES_BY_LOGGER.values() for t in ts)
 
 
 class RepeatFilter(logging.Filter):
@@ -63,10 +75,11 @@ _FILTER = RepeatFilter()
 
 
 def install_client_log_filter() -> None:
-    """Attach the repeat filter to aiokafka's logger (idempotent)."""
-    logger = logging.getLogger("aiokafka")
-    if _FILTER not in logger.filters:
-        logger.addFilter(_FILTER)
+    """Attach the repeat filter to aiokafka's loggers (idempotent)."""
+    for name in CONNECTION_TEMPLATES_BY_LOGGER:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
 
 
 class JsonFormatter(logging.Formatter):
