@@ -59,3 +59,41 @@ def test_security_options_are_checked_at_load(secure_kafka: SecureKafka, tmp_pat
     with OffsetClient(options.client) as client, pytest.raises(Exception) as failure:
         client.cluster()
     assert "wrong" not in str(failure.value)
+
+
+SPARK_READ = """
+import json, sys
+from streams.spark import get_spark_session
+options = json.loads(sys.argv[1])
+spark = get_spark_session("local[1]", app_name="secure-read")
+try:
+    reader = spark.read.format("streams")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    rows = reader.load().select("value").collect()
+    print(json.dumps(sorted(bytes(r.value).decode() for r in rows)))
+finally:
+    spark.stop()
+"""
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("secure_kafka", ["ours"], indirect=True)  # one broker is enough here
+def test_spark_read_over_sasl_ssl(secure_kafka: SecureKafka) -> None:
+    """spark.read.format("streams") with the security options, in a SparkSession of its own
+    (a child process, so the test run's shared session keeps its own configuration)."""
+    import json
+    import subprocess
+    import sys
+
+    create_topics(secure_kafka.plaintext, {"spark-secure-2": 1})
+    produce(secure_kafka.plaintext, "spark-secure-2",
+            [(None, f"w{i}".encode(), 1000 + i) for i in range(5)])
+    create_acls(secure_kafka.plaintext, [
+        ("TOPIC", "spark-secure-2", "LITERAL", "User:app", "READ")])
+    options = {**spark_options(secure_kafka, "app"), "subscribe": "spark-secure-2"}
+    result = subprocess.run([sys.executable, "-c", SPARK_READ, json.dumps(options)],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == [f"w{i}" for i in range(5)]
+    assert PASSWORDS["app"] not in result.stderr
