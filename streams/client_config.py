@@ -457,9 +457,16 @@ STREAMS_OWNED = {
 }
 
 
+# Unprefixed tuning keys reach the clients that know them, as in Kafka Streams (linger.ms:
+# the producer; fetch.min.bytes: every consumer).
+TUNING_KEYS = frozenset(PRODUCER_KEYS) | frozenset(CONSUMER_KEYS)
+
+
 def is_client_key(key: str, prefixes: tuple[str, ...] = STREAMS_PREFIXES) -> bool:
-    """Keys a model with client configs collects: security keys, or any key under a prefix."""
-    return key in SECURITY_KEYS or key in JVM_ONLY_KEYS or key.startswith(prefixes)
+    """Keys a model with client configs collects: security keys, tuning keys, or any key under
+    a prefix."""
+    return key in SECURITY_KEYS or key in JVM_ONLY_KEYS or key in TUNING_KEYS or \
+        key.startswith(prefixes)
 
 
 class ClientConfigs:
@@ -479,14 +486,14 @@ class ClientConfigs:
         for key, value in props.items():
             prefix = next((p for p in prefixes if key.startswith(p)), "")
             (by_prefix.setdefault(prefix, {}) if prefix else plain)[key[len(prefix):]] = value
-        # Unprefixed keys: security ones, and tuning every role understands (a tool's
-        # --command-config may carry retry.backoff.ms next to sasl.jaas.config).
-        shared = set.intersection(*(set(r.table) for r in roles.values())) if roles else set()
-        tuning = {k: str(v).strip() for k, v in plain.items() if k in shared}
+        # Unprefixed keys: security ones for every client, tuning ones for the clients that
+        # know them (a tool's --command-config may carry linger.ms next to sasl.jaas.config).
+        tables = [r.table for r in roles.values()]
+        tuning = {k: str(v).strip() for k, v in plain.items() if any(k in t for t in tables)}
         self.plain = check_security({k: v for k, v in plain.items() if k not in tuning})
-        if tuning:
-            convert_keys(tuning, next(iter(roles.values())).table)  # bad numbers fail here
-            self.plain.update(tuning)
+        for key, value in tuning.items():  # a bad number fails here, not at start
+            convert_keys({key: value}, next(t for t in tables if key in t))
+        self.plain.update(tuning)
         self.prefixed: dict[str, dict[str, Any]] = {}
         for prefix, sub in by_prefix.items():
             tables = [r.table for r in roles.values() if prefix in r.prefixes]
@@ -525,7 +532,9 @@ class ClientConfigs:
             props = self.role_props(role)
             where = spec.prefixes[-1] if any(p in self.prefixed for p in spec.prefixes) else ""
             cached = security_kwargs(props, where)
-            cached.update(convert_keys(props, spec.table, where))
+            cached.update(convert_keys({k: v for k, v in props.items() if k in spec.table
+                                        or k in SECURITY_KEYS or k in JVM_ONLY_KEYS},
+                                       spec.table, where))
             self._kwargs[role] = cached
         return dict(cached)
 

@@ -19,6 +19,7 @@ from ..client_config import (
     STREAMS_OWNED,
     STREAMS_PREFIXES,
     STREAMS_ROLES,
+    TUNING_KEYS,
     ClientConfigError,
     ClientConfigs,
     is_client_key,
@@ -97,7 +98,7 @@ class StreamsConfig(KafkaConfigModel):
 
     @classmethod
     def client_key_names(cls) -> frozenset[str]:
-        return SECURITY_KEYS
+        return SECURITY_KEYS | TUNING_KEYS
 
     @field_validator("client_configs", mode="before")
     @classmethod

@@ -141,6 +141,13 @@ def test_streams_prefixes_reach_each_client(pki) -> None:
     assert "fetch_min_bytes" not in config.client_kwargs("restore.consumer")
     assert config.client_kwargs("admin")["retry_backoff_ms"] == 50
     assert all(config.client_kwargs(r)["bootstrap_servers"] == "b:9093" for r in users)
+    # Unprefixed tuning reaches the clients that know it, as in Kafka Streams.
+    tuned = StreamsConfig.from_mapping({"application.id": "app", "linger.ms": "3",
+                                        "fetch.min.bytes": "4", "consumer.fetch.min.bytes": "5"})
+    assert tuned.client_kwargs("producer")["linger_ms"] == 3
+    assert "linger_ms" not in tuned.client_kwargs("main.consumer")
+    assert tuned.client_kwargs("global.consumer")["fetch_min_bytes"] == 5
+    assert "fetch_min_bytes" not in tuned.client_kwargs("admin")
     # snake_case keys work as for every other StreamsConfig key
     snake = StreamsConfig.from_mapping({"application_id": "app", "security_protocol": "SSL",
                                         "ssl_truststore_location": str(pki.truststore)})
