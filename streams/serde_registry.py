@@ -438,6 +438,8 @@ class ProtobufSerde(RegistrySerde):
 
         refs = []
         for dep in file.dependencies:
+            if dep.name.startswith("google/protobuf/"):
+                continue  # well-known types: built into registries, never referenced
             text = base64.standard_b64encode(dep.serialized_pb).decode()
             dep_refs = self._register_deps(dep)
             if self.auto_register and not self.use_latest:

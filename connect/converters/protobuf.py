@@ -4,7 +4,8 @@ registry, in Confluent's wire format (magic byte 0, schema id, message indexes, 
 Reading: the writer's file descriptor comes from the registry (``format=serialized``, and
 its references, recursively), the message from the indexes; messages become STRUCTs (the
 message's full name), repeated fields ARRAYs, map fields MAPs, enums STRING, int32/sint32/
-sfixed32 INT32, the 64-bit and unsigned 32-bit kinds INT64, float FLOAT32, double FLOAT64.
+sfixed32 INT32, the 64-bit and unsigned 32-bit kinds INT64, float FLOAT32, double FLOAT64,
+``google.protobuf.Timestamp`` a Connect Timestamp (microseconds kept).
 Fields are optional except repeated and map fields. Writing: a Connect STRUCT becomes a
 proto3 message (fields numbered in order; nested STRUCTs nested messages; optional scalars
 ``optional``); the Connect logical types are written as their underlying integer or bytes
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import datetime as dt
 import threading
 from typing import Any
 
@@ -34,6 +36,8 @@ from connect.data import (
 )
 
 _DEFAULT_NAME = "ConnectDefault1"
+_TIMESTAMP = "google.protobuf.Timestamp"
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 def _fd() -> Any:
@@ -64,22 +68,21 @@ def _is_repeated(field: Any) -> bool:
 
 
 def _field_schema(field: Any) -> Schema:
-    fd = _fd()
     if _is_map(field):
         k, v = field.message_type.fields_by_name["key"], field.message_type.fields_by_name["value"]
         return SchemaBuilder.map(_single(k).build(), _single(v).build()).optional().build()
     single = _single(field)
     if _is_repeated(field):
         return SchemaBuilder.array(single.build()).optional().build()
-    if field.type != fd.TYPE_MESSAGE:
-        single.optional()
-    return single.build()
+    return single.optional().build()  # an unset message field reads as null
 
 
 def _single(field: Any) -> SchemaBuilder:
     fd = _fd()
     t = field.type
     if t == fd.TYPE_MESSAGE:
+        if field.message_type.full_name == _TIMESTAMP:
+            return Timestamp.builder()  # as Confluent's ProtobufData maps it
         return _message_builder(field.message_type)
     if t in (fd.TYPE_INT32, fd.TYPE_SINT32, fd.TYPE_SFIXED32):
         return SchemaBuilder.int32()
@@ -120,6 +123,8 @@ def message_to_value(message: Any, schema: Schema) -> Struct:
 def _single_value(raw: Any, field: Any, schema: Any) -> Any:
     fd = _fd()
     if field.type == fd.TYPE_MESSAGE:
+        if field.message_type.full_name == _TIMESTAMP:
+            return _EPOCH + dt.timedelta(seconds=raw.seconds, microseconds=raw.nanos // 1000)
         return message_to_value(raw, schema)
     if field.type == fd.TYPE_ENUM:
         value = field.enum_type.values_by_number.get(raw)
@@ -244,6 +249,24 @@ def _fill(message: Any, value: Struct, schema: Schema) -> None:
             setattr(message, f.name, _plain(v, fs))
 
 
+def _well_known(name: str) -> Any:
+    """The ``FileDescriptorProto`` of a ``google/protobuf/*.proto`` file from protobuf itself."""
+    import importlib
+
+    from google.protobuf import descriptor_pb2, descriptor_pool
+
+    module = name.removeprefix("google/protobuf/").removesuffix(".proto") + "_pb2"
+    with contextlib.suppress(ImportError):
+        importlib.import_module(f"google.protobuf.{module}")
+    try:
+        file = descriptor_pool.Default().FindFileByName(name)
+    except KeyError:
+        raise DataException(f"unknown well-known Protobuf file {name!r}") from None
+    fdp = descriptor_pb2.FileDescriptorProto()
+    file.CopyToProto(fdp)
+    return fdp
+
+
 class ProtobufConverter(RegistryConverter):
     """``io.confluent.connect.protobuf.ProtobufConverter``."""
 
@@ -291,6 +314,11 @@ class ProtobufConverter(RegistryConverter):
         fdp = parse(schema)
         if not fdp.name or fdp.name == "default":
             fdp.name = name or f"registry-{len(seen)}.proto"
+        for dep in fdp.dependency:  # well-known types are nobody's reference: ours
+            if dep.startswith("google/protobuf/") and dep not in seen:
+                seen.add(dep)
+                with contextlib.suppress(TypeError):
+                    pool.Add(_well_known(dep))
         with contextlib.suppress(TypeError):  # already in the pool (a shared dependency)
             pool.Add(fdp)
         return pool.FindFileByName(fdp.name)

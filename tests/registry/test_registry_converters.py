@@ -25,6 +25,7 @@ from connect.data import (
     Struct,
     Timestamp,
 )
+from streams.serde import Serdes
 
 from .protos import message_classes
 
@@ -152,3 +153,34 @@ def test_protobuf_converter(registry) -> None:
     assert back.value.get("tags") == ["hot"]
     assert back.schema.field("level").schema.type is SchemaType.INT64
     assert client.get_latest_version("alerts-value").schema.schema_type == "PROTOBUF"
+
+
+def test_protobuf_well_known_types(registry) -> None:
+    """A message importing google/protobuf/timestamp.proto: Confluent's serializer references
+    no subject for it (well-known types are built in), nor does our serde; the converter reads
+    the Timestamp as a Connect Timestamp, and an unset message field as null."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, timestamp_pb2
+
+    from streams.registry.proto_text import parse_proto
+
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(descriptor_pb2.FileDescriptorProto.FromString(timestamp_pb2.DESCRIPTOR.serialized_pb))
+    fdp = parse_proto('syntax = "proto3"; package ev; import "google/protobuf/timestamp.proto";'
+                      "message Event { string id = 1; google.protobuf.Timestamp at = 2;"
+                      " google.protobuf.Timestamp done = 3; }")
+    fdp.name = "ev/event.proto"
+    pool.Add(fdp)
+    event_cls = message_factory.GetMessageClass(pool.FindMessageTypeByName("ev.Event"))
+    event = event_cls(id="e1")
+    event.at.seconds, event.at.nanos = 1_700_000_000, 250_000_000
+    client = SchemaRegistryClient({"url": registry.url})
+    data = ProtobufSerializer(event_cls, client, {"use.deprecated.format": False})(
+        event, ctx("events"))
+    assert Serdes.protobuf(event_cls, registry_url=registry.url).serialize("events", event) \
+        == data
+    assert not any(s.startswith("google/") for s in client.get_subjects())
+    got = converter("io.confluent.connect.protobuf.ProtobufConverter", registry) \
+        .to_connect_data("events", data)
+    assert got.value.get("at") == dt.datetime(2023, 11, 14, 22, 13, 20, 250000, tzinfo=dt.UTC)
+    assert got.value.get("done") is None
+    assert got.schema.field("at").schema.name == Timestamp.LOGICAL_NAME
