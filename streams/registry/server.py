@@ -197,7 +197,25 @@ def build_app(service: RegistryService) -> web.Application:
             out["messages"] = messages
         return _json(out)
 
+    async def all_schemas(req: web.Request) -> web.Response:
+        await sync()
+        prefix = req.query.get("subjectPrefix", "")
+        deleted, latest_only = _flag(req, "deleted"), _flag(req, "latestOnly")
+        out = []
+        for name in sorted(state().subjects):
+            if not name.startswith(prefix):
+                continue
+            found = state().live_versions(name, deleted=deleted)
+            for v in found[-1:] if latest_only else found:
+                out.append(describe(v, None, state()))
+        return _json(out)
+
+    async def contexts(_: web.Request) -> web.Response:
+        return _json(["."])  # one (the default) context
+
     r.add_get("/", root)
+    r.add_get("/schemas", all_schemas)
+    r.add_get("/contexts", contexts)
     r.add_get("/schemas/types", types)
     r.add_get("/subjects", subjects)
     r.add_get("/subjects/{subject}/versions", versions)

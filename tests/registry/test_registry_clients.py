@@ -38,6 +38,8 @@ def test_client_api_and_error_codes(registry) -> None:
     looked_up = client.lookup_schema(subject, Schema(json.dumps(USER_V1), "AVRO"))
     assert looked_up.version == 1 and looked_up.schema_id == schema_id
     assert subject in client.get_subjects()
+    assert {"subject": subject, "version": 1, "id": schema_id, "schema": json.dumps(USER_V1)} \
+        in SchemaRegistryClient({"url": registry.url})._rest_client.get("schemas")
 
     # The same schema under another subject keeps its id (Confluent reuses ids).
     assert client.register_schema("other-value", Schema(json.dumps(USER_V1), "AVRO")) == schema_id
