@@ -88,6 +88,18 @@ def test_decisions(tmp_path: Path) -> None:
     assert reloaded.acls == store.acls
 
 
+def test_host_matters(tmp_path: Path) -> None:
+    store = AclStore(tmp_path)
+    store.add([AclBinding(TOPIC, "t", LITERAL, "User:a", "10.0.0.1", READ, ALLOW),
+               AclBinding(TOPIC, "t", LITERAL, "User:*", "10.0.0.9", READ, DENY)])
+    auth = Authorizer(store, "", allow_if_no_acl=False)
+    assert auth.authorize("User:a", "10.0.0.1", READ, TOPIC, "t")
+    assert not auth.authorize("User:a", "127.0.0.1", READ, TOPIC, "t")
+    store.add([AclBinding(TOPIC, "t", LITERAL, "User:a", "*", READ, ALLOW)])
+    assert auth.authorize("User:a", "127.0.0.1", READ, TOPIC, "t")
+    assert not auth.authorize("User:a", "10.0.0.9", READ, TOPIC, "t")  # DENY from that host
+
+
 def test_filters() -> None:
     literal, prefixed, wildcard = (_acl("orders", "User:a", READ),
                                    _acl("ord", "User:a", READ, pattern=PREFIXED),
