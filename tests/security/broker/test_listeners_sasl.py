@@ -4,6 +4,7 @@ kafka-python, plus the wrong clients: bad credentials, skipped handshake, garbag
 from __future__ import annotations
 
 import logging
+import ssl
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +16,7 @@ from streams.broker.security import BrokerSecurity, ListenerError
 from tests.reference.wire import Connection
 from tests.security.broker.clients import CLIENTS
 from tests.security.broker.conftest import ADMIN, ALICE, ALICE_PW, SecuredBroker
-from tests.security.certs import Pki
+from tests.security.certs import Pki, make_pki
 
 pytestmark = pytest.mark.compat
 
@@ -190,3 +191,14 @@ def test_listener_settings_are_checked(tmp_path: Path, pki: Pki) -> None:
                       ssl_keystore_key=pki.server.key_pem.replace("\n", " "),
                       ssl_keystore_certificate_chain=pki.server.chain_pem)
     assert "SSL" in inline.contexts
+    locked = make_pki(tmp_path / "locked", key_password="key-secret")
+    mutual = security(listeners="SSL://127.0.0.1:0", ssl_keystore_type="PEM",
+                      ssl_keystore_location=str(locked.server.keystore),
+                      ssl_key_password="key-secret", ssl_truststore_type="PEM",
+                      ssl_truststore_certificates=locked.ca_pem, ssl_client_auth="required")
+    assert mutual.contexts["SSL"].verify_mode == ssl.CERT_REQUIRED
+    with pytest.raises(ListenerError) as wrong:
+        security(listeners="SSL://127.0.0.1:0", ssl_keystore_type="PEM",
+                 ssl_keystore_location=str(locked.server.keystore),
+                 ssl_key_password="not-the-key-secret")
+    assert "not-the-key-secret" not in str(wrong.value)
