@@ -63,7 +63,8 @@ async def health_check(args: argparse.Namespace) -> int:
     await asyncio.wait_for(_ensure_topic(args), args.timeout)
     producer = AIOKafkaProducer(**connection_kwargs(args, "producer"), acks="all",
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
-    consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"),
+    # A short fetch wait: the read-back is the latency being measured, not a long poll.
+    consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"), fetch_max_wait_ms=10,
                                 enable_auto_commit=False, request_timeout_ms=REQUEST_TIMEOUT_MS)
     await start_client(producer, args.bootstrap_servers)
     try:

@@ -101,3 +101,24 @@ def _reset_repeat_filter() -> None:
 
     logs._FILTER._last.clear()
     logs._FILTER._dropped.clear()
+
+
+def test_broker_and_run_commands_take_metrics_listener(tmp_path) -> None:
+    from helpers import BrokerProcess
+    from scrape import get, health
+
+    url = f"http://127.0.0.1:{free_port()}"
+    broker = BrokerProcess(tmp_path / "b", extra=["--metrics-listener", url]).start()
+    try:
+        wait_until(lambda: get(url + "/health")[0] == 200, timeout=30)
+        status, body = health(url)
+        assert body["status"] == "UP" and body["port"] == broker.port
+        assert b"kafka_server_socketservermetrics_connection_count" in get(url + "/metrics")[1]
+    finally:
+        broker.stop()
+    done = streams_cli("run", "tests/runtime/wordcount_app.py", "--bootstrap-servers",
+                       "127.0.0.1:9", "--metrics-listener", "localhost")
+    assert done.returncode == 2
+    assert "metrics.listener='localhost': expected http://HOST:PORT" in done.stderr
+    done = streams_cli("broker", "start", "--metrics-listener", "http://h:1/x")
+    assert done.returncode == 2 and "metrics.listener" in done.stderr
