@@ -18,6 +18,7 @@ from ..processor.stateless import PassThroughProcessor
 from ..serde import Serde
 from ..state.stores import StoreBuilder
 from ..windowing import SessionWindowedSerde, TimeWindowedSerde
+from .arity import check
 from .joins import copartition
 from .materialized import Materialized
 from .windows import SessionWindows, SlidingWindows, TimeWindows
@@ -38,6 +39,7 @@ class CogroupedKStream:
 
     def cogroup(self, grouped: KGroupedStream, aggregator: Aggregator) -> CogroupedKStream:
         """Add ``grouped`` with its own ``aggregator(key, value, agg)``."""
+        check(aggregator, "CogroupedKStream.cogroup", "aggregator(key, value, aggregate)")
         if any(existing is grouped for existing, _ in self.inputs):
             raise ValueError("this grouped stream is already part of the cogroup")
         self.inputs.append((grouped, aggregator))
@@ -59,6 +61,7 @@ class CogroupedKStream:
     def aggregate(self, initializer: Callable[[], Any],
                   materialized: Materialized | str | None = None) -> KTable:
         """Non-windowed: one key-value store shared by every input's aggregator."""
+        check(initializer, "CogroupedKStream.aggregate", "initializer()")
         builder = self.builder
 
         def make_store(name: str, mat: Materialized, key_serde: Serde[Any] | None,

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..processor.aggregate import StreamAggregateProcessor
 from ..serde import Serde, Serdes
+from .arity import check
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class KGroupedStream:
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
+        check(reducer, "KGroupedStream.reduce", "reducer(aggregate, value)")
         return self._aggregate("KSTREAM-REDUCE", None,
                                lambda key, value, agg: reducer(agg, value), materialized,
                                self.value_serde)
@@ -61,6 +63,8 @@ class KGroupedStream:
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
+        check(initializer, "KGroupedStream.aggregate", "initializer()")
+        check(aggregator, "KGroupedStream.aggregate", "aggregator(key, value, aggregate)")
         return self._aggregate("KSTREAM-AGGREGATE", initializer, aggregator, materialized, None)
 
     def windowed_by(self, windows: Any) -> Any:
@@ -69,6 +73,7 @@ class KGroupedStream:
         return windowed_by(self, windows)
 
     def cogroup(self, aggregator: Callable[[Any, Any, Any], Any]) -> Any:
+        check(aggregator, "KGroupedStream.cogroup", "aggregator(key, value, aggregate)")
         from .cogroup import CogroupedKStream
 
         return CogroupedKStream(self.builder).cogroup(self, aggregator)

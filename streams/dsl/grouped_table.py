@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..processor.table import ChangeSerde, TableAggregateProcessor
 from ..serde import InternalSerde, Serde, Serdes
+from .arity import check
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -69,6 +70,8 @@ class KGroupedTable:
     def reduce(self, adder: Callable[[Any, Any], Any], subtractor: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
         """``adder(agg, value)`` / ``subtractor(agg, value)``; the first value is the aggregate."""
+        check(adder, "KGroupedTable.reduce", "adder(aggregate, value)")
+        check(subtractor, "KGroupedTable.reduce", "subtractor(aggregate, value)")
         return self._aggregate("KTABLE-REDUCE", None,
                                lambda key, value, agg: adder(agg, value),
                                lambda key, value, agg: subtractor(agg, value), materialized,
@@ -78,5 +81,8 @@ class KGroupedTable:
                   subtractor: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
         """``adder(key, value, agg)`` / ``subtractor(key, value, agg)``; None deletes the key."""
+        check(initializer, "KGroupedTable.aggregate", "initializer()")
+        check(adder, "KGroupedTable.aggregate", "adder(key, value, aggregate)")
+        check(subtractor, "KGroupedTable.aggregate", "subtractor(key, value, aggregate)")
         return self._aggregate("KTABLE-AGGREGATE", initializer, adder, subtractor, materialized,
                                None)

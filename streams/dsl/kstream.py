@@ -26,6 +26,7 @@ from ..processor.stateless import (
 )
 from ..serde import Serde
 from ..topology.topology import StreamPartitioner, TopicNameExtractor
+from .arity import check
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -86,34 +87,43 @@ class KStream:
     # -- stateless ----------------------------------------------------------------------------
 
     def filter(self, predicate: Callable[[Any, Any], bool]) -> KStream:
+        check(predicate, "KStream.filter", "predicate(key, value)")
         return self._add("KSTREAM-FILTER", lambda: FilterProcessor(predicate))
 
     def filter_not(self, predicate: Callable[[Any, Any], bool]) -> KStream:
+        check(predicate, "KStream.filter_not", "predicate(key, value)")
         return self._add("KSTREAM-FILTER", lambda: FilterProcessor(predicate, negate=True))
 
     def map(self, fn: Callable[[Any, Any], tuple[Any, Any]]) -> KStream:
+        check(fn, "KStream.map", "mapper(key, value)")
         return self._add("KSTREAM-MAP", lambda: MapProcessor(fn), key_changed=True,
                          keep_value_serde=False)
 
     def map_values(self, fn: Callable[[Any], Any]) -> KStream:
+        check(fn, "KStream.map_values", "mapper(value)")
         return self._add("KSTREAM-MAPVALUES", lambda: MapValuesProcessor(fn),
                          keep_value_serde=False)
 
     def flat_map(self, fn: Callable[[Any, Any], Any]) -> KStream:
+        check(fn, "KStream.flat_map", "mapper(key, value)")
         return self._add("KSTREAM-FLATMAP", lambda: FlatMapProcessor(fn), key_changed=True,
                          keep_value_serde=False)
 
     def flat_map_values(self, fn: Callable[[Any], Any]) -> KStream:
+        check(fn, "KStream.flat_map_values", "mapper(value)")
         return self._add("KSTREAM-FLATMAPVALUES", lambda: FlatMapValuesProcessor(fn),
                          keep_value_serde=False)
 
     def select_key(self, fn: Callable[[Any, Any], Any]) -> KStream:
+        check(fn, "KStream.select_key", "mapper(key, value)")
         return self._add("KSTREAM-KEY-SELECT", lambda: SelectKeyProcessor(fn), key_changed=True)
 
     def peek(self, fn: Callable[[Any, Any], Any]) -> KStream:
+        check(fn, "KStream.peek", "action(key, value)")
         return self._add("KSTREAM-PEEK", lambda: PeekProcessor(fn))
 
     def foreach(self, fn: Callable[[Any, Any], Any]) -> None:
+        check(fn, "KStream.foreach", "action(key, value)")
         self._add("KSTREAM-FOREACH", lambda: PeekProcessor(fn, forward=False))
 
     def merge(self, other: KStream) -> KStream:
@@ -181,6 +191,7 @@ class KStream:
 
     def group_by(self, fn: Callable[[Any, Any], Any], *, key_serde: Serde[Any] | None = None,
                  value_serde: Serde[Any] | None = None) -> KGroupedStream:
+        check(fn, "KStream.group_by", "key_selector(key, value)")
         return self.select_key(fn).group_by_key(key_serde=key_serde,
                                                 value_serde=value_serde or self.value_serde)
 
@@ -188,18 +199,21 @@ class KStream:
 
     def join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
              **kwargs: Any) -> KStream:
+        check(joiner, "KStream.join", "joiner(left_value, right_value)")
         from .joins import stream_join
 
         return stream_join(self, other, joiner, windows, "inner", **kwargs)
 
     def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
                   **kwargs: Any) -> KStream:
+        check(joiner, "KStream.left_join", "joiner(left_value, right_value)")
         from .joins import stream_join
 
         return stream_join(self, other, joiner, windows, "left", **kwargs)
 
     def outer_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
                    **kwargs: Any) -> KStream:
+        check(joiner, "KStream.outer_join", "joiner(left_value, right_value)")
         from .joins import stream_join
 
         return stream_join(self, other, joiner, windows, "outer", **kwargs)
@@ -218,6 +232,7 @@ class BranchedKStream:
 
     def branch(self, predicate: Callable[[Any, Any], bool], name: str | None = None
                ) -> BranchedKStream:
+        check(predicate, "BranchedKStream.branch", "predicate(key, value)")
         if self._done:
             raise ValueError("branch() after default_branch()/no_default_branch()")
         self.predicates.append(predicate)

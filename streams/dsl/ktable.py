@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..processor.aggregate import TableToStreamProcessor
 from ..processor.table import TableFilterProcessor, TableMapValuesProcessor
 from ..serde import Serde
+from .arity import check
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -83,6 +84,7 @@ class KTable:
 
     def filter(self, predicate: Callable[[Any, Any], bool],
                materialized: Materialized | str | None = None) -> KTable:
+        check(predicate, "KTable.filter", "predicate(key, value)")
         parent_sends = self.enable_sending_old_values_if_materialized()
         return self._derive(
             "KTABLE-FILTER", materialized,
@@ -92,6 +94,7 @@ class KTable:
 
     def filter_not(self, predicate: Callable[[Any, Any], bool],
                    materialized: Materialized | str | None = None) -> KTable:
+        check(predicate, "KTable.filter_not", "predicate(key, value)")
         parent_sends = self.enable_sending_old_values_if_materialized()
         return self._derive(
             "KTABLE-FILTER", materialized,
@@ -101,12 +104,14 @@ class KTable:
 
     def map_values(self, mapper: Callable[[Any], Any],
                    materialized: Materialized | str | None = None) -> KTable:
+        check(mapper, "KTable.map_values", "mapper(value)")
         return self._derive(
             "KTABLE-MAPVALUES", materialized,
             lambda table, store: TableMapValuesProcessor(mapper, store, table.send_old_values),
             None)
 
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
+        check(mapper, "KTable.to_stream", "mapper(key, value)")
         from .kstream import KStream
 
         name = self.builder.new_name("KTABLE-TOSTREAM")
@@ -121,6 +126,7 @@ class KTable:
                  key_serde: Serde[Any] | None = None,
                  value_serde: Serde[Any] | None = None) -> KGroupedTable:
         """Re-key the table; always repartitions (subtract under the old key, add under the new)."""
+        check(fn, "KTable.group_by", "selector(key, value)")
         from ..processor.table import TableRepartitionMapProcessor
         from .grouped_table import KGroupedTable
 

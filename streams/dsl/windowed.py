@@ -23,6 +23,7 @@ from ..processor.windowed import (
 from ..serde import Serde, Serdes
 from ..topology.topology import ProcessorDef, Topology
 from ..windowing import SessionWindowedSerde, TimeWindowedSerde
+from .arity import check
 from .materialized import Materialized
 from .windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 
@@ -171,12 +172,15 @@ class TimeWindowedKStream(_WindowedKStream):
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
+        check(reducer, "TimeWindowedKStream.reduce", "reducer(aggregate, value)")
         return self._aggregate(_REDUCE, lambda: None, _reduce_aggregator(reducer), materialized,
                                self.grouped.value_serde)
 
     def aggregate(self, initializer: Callable[[], Any],
                   aggregator: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
+        check(initializer, "TimeWindowedKStream.aggregate", "initializer()")
+        check(aggregator, "TimeWindowedKStream.aggregate", "aggregator(key, value, aggregate)")
         return self._aggregate(_AGGREGATE, initializer, aggregator, materialized, None)
 
 
@@ -216,6 +220,7 @@ class SessionWindowedKStream(_WindowedKStream):
 
     def reduce(self, reducer: Callable[[Any, Any], Any],
                materialized: Materialized | str | None = None) -> KTable:
+        check(reducer, "SessionWindowedKStream.reduce", "reducer(aggregate, value)")
         aggregator = _reduce_aggregator(reducer)
         return self._aggregate(_REDUCE, lambda: None, aggregator,
                                lambda key, a, b: aggregator(key, b, a), materialized,
@@ -225,4 +230,7 @@ class SessionWindowedKStream(_WindowedKStream):
                   aggregator: Callable[[Any, Any, Any], Any],
                   merger: Callable[[Any, Any, Any], Any],
                   materialized: Materialized | str | None = None) -> KTable:
+        check(initializer, "SessionWindowedKStream.aggregate", "initializer()")
+        check(aggregator, "SessionWindowedKStream.aggregate", "aggregator(key, value, aggregate)")
+        check(merger, "SessionWindowedKStream.aggregate", "merger(key, aggregate1, aggregate2)")
         return self._aggregate(_AGGREGATE, initializer, aggregator, merger, materialized, None)
