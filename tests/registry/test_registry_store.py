@@ -91,3 +91,26 @@ def test_two_registries_agree_and_ids_survive_restart(tmp_path: Path) -> None:
         for proc in procs:
             stop(proc)
         broker.stop()
+
+
+def test_registry_keeps_working_across_a_broker_restart(tmp_path: Path) -> None:
+    from streams.registry import SchemaRegistry
+
+    broker = EmbeddedBroker(tmp_path / "broker").start()
+    try:
+        with SchemaRegistry(broker.bootstrap, port=0) as registry:
+            client = SchemaRegistryClient(registry.url)
+            first = client.register("restart-value", schema(1))
+            broker.restart()  # same port, same data
+
+            def registered() -> int | None:
+                try:
+                    return client.register("restart-value", schema(2))
+                except RegistryError:
+                    return None  # the broker is still coming back
+
+            assert wait_until(registered, 60, message="a write after the restart") == first + 1
+            assert client.get_versions("restart-value") == [1, 2]
+            assert client.get_schema(first).schema == schema(1)
+    finally:
+        broker.stop()
