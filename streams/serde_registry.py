@@ -1,7 +1,7 @@
 """Serdes that keep schemas in a schema registry: Avro, JSON Schema and Protobuf.
 
-The bytes are Confluent's wire format, so Java's ``KafkaAvroSerializer`` and Confluent's
-Python serializers read what these write and the other way round: a magic byte ``0``, the
+The bytes are Confluent's wire format, the one Confluent's serializers (Python and Java) use,
+so they read what these write and the other way round: a magic byte ``0``, the
 schema id as a 4-byte big-endian int, then for Protobuf the message indexes (zig-zag varints,
 ``[0]`` written as one ``0`` byte), then the payload (Avro binary, UTF-8 JSON, Protobuf).
 

@@ -1,8 +1,7 @@
 """Confluent Schema Registry's REST API over aiohttp, and the embeddable :class:`SchemaRegistry`.
 
 Paths, JSON shapes and error codes follow Confluent's (SR ``rest/resources``), so Confluent's
-own clients (``SchemaRegistryClient``, the Avro/JSON/Protobuf serializers, Java's
-``KafkaAvroSerializer``) work unchanged.
+own clients (``SchemaRegistryClient``, the Avro/JSON/Protobuf serializers) work unchanged.
 """
 
 from __future__ import annotations
