@@ -12,8 +12,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Protocol
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -109,12 +109,44 @@ def error_message(code: int, detail: str | None = None) -> str:
     return f"{error.__name__}: {error.description}" if error.description else error.__name__
 
 
-async def start_client(client: Startable, bootstrap: str) -> None:
-    """Start an aiokafka client, failing within CONNECT_TIMEOUT_S if the broker is unreachable."""
+class _ConnectFailure(logging.Handler):
+    """aiokafka tells why a bootstrap connection failed (a refused SASL login, an untrusted
+    certificate) only in a log line, then raises a generic error: keep the last reason."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.reason: str | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        text = record.getMessage()
+        if text.startswith("Unable connect to"):
+            self.reason = text.split(": ", 1)[-1]
+
+
+@contextmanager
+def _connect_failures() -> Iterator[_ConnectFailure]:
+    logger = logging.getLogger("aiokafka")  # aiokafka/client.py logs under this name
+    handler, saved = _ConnectFailure(), (logger.level, logger.propagate)
+    logger.addHandler(handler)
+    logger.setLevel(logging.ERROR)
+    logger.propagate = False  # the command prints one line itself
     try:
-        await asyncio.wait_for(client.start(), CONNECT_TIMEOUT_S)
-    except (TimeoutError, KafkaConnectionError, OSError):
-        raise CliError(f"cannot connect to a broker at {bootstrap}") from None
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(saved[0])
+        logger.propagate = saved[1]
+
+
+async def start_client(client: Startable, bootstrap: str) -> None:
+    """Start an aiokafka client, failing within CONNECT_TIMEOUT_S if the broker is unreachable
+    (saying why when aiokafka knows: authentication failed, certificate not trusted)."""
+    with _connect_failures() as failure:
+        try:
+            await asyncio.wait_for(client.start(), CONNECT_TIMEOUT_S)
+        except (TimeoutError, KafkaConnectionError, OSError):
+            why = f": {failure.reason}" if failure.reason else ""
+            raise CliError(f"cannot connect to a broker at {bootstrap}{why}") from None
 
 
 @asynccontextmanager

@@ -70,3 +70,5 @@ def test_bad_command_config_names_the_key_not_the_secret(secure_kafka: SecureKaf
                  "--command-config", str(wrong))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "Authentication failed" in result.stderr  # the broker's reason, in one line
+    assert "not-the-password" not in result.stderr
