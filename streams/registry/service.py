@@ -10,7 +10,7 @@ from typing import Any
 
 from . import errors
 from .schemas import LEVELS, ParsedSchema, check_compatibility, parse
-from .state import State, Version, config_key, mode_key, schema_key
+from .state import State, Version, config_key, id_watermark, mode_key, schema_key
 from .store import SchemaStore
 
 MODES = ("READWRITE", "READONLY", "READONLY_OVERRIDE", "IMPORT")
@@ -107,7 +107,8 @@ class RegistryService:
             if permanent:
                 if not v.deleted:
                     raise errors.version_not_soft_deleted(subject, v.version)
-                return [(schema_key(subject, v.version), None)], v.version
+                return [(schema_key(subject, v.version), None), id_watermark(state.max_id)], \
+                    v.version
             if v.deleted:
                 raise errors.version_soft_deleted(subject, v.version)
             gone = Version(v.subject, v.version, v.id, v.schema, v.schema_type, v.references,
@@ -132,7 +133,7 @@ class RegistryService:
                 if live:
                     raise errors.subject_not_soft_deleted(subject)
                 records = [(schema_key(subject, v.version), None) for v in every]
-                records.append((config_key(subject), None))
+                records += [(config_key(subject), None), id_watermark(state.max_id)]
                 return records, [v.version for v in every]
             if not live:
                 raise errors.subject_soft_deleted(subject)

@@ -59,6 +59,13 @@ def mode_key(subject: str | None) -> dict[str, Any]:
     return key
 
 
+def id_watermark(max_id: int) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A NOOP record (a key type Confluent's readers skip) remembering the highest id handed
+    out: written with every hard delete, so that once compaction has removed the deleted
+    schema's records a restarted registry does not hand its id out again."""
+    return {"keytype": "NOOP", "magic": 0}, {"maxId": max_id}
+
+
 def encode(doc: dict[str, Any] | None) -> bytes | None:
     return None if doc is None else json.dumps(doc, separators=(",", ":")).encode()
 
@@ -104,6 +111,8 @@ class State:
                 table.pop(subject, None)
             else:
                 table[subject] = value["compatibilityLevel" if kind == "CONFIG" else "mode"]
+        elif kind == "NOOP" and isinstance(value, dict) and "maxId" in value:
+            self.max_id = max(self.max_id, int(value["maxId"]))  # see id_watermark
         elif kind == "DELETE_SUBJECT" and value is not None:
             for v in self.subjects.get(subject, {}).values():
                 if v.version <= int(value.get("version", 2**31)):

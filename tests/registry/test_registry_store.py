@@ -114,3 +114,19 @@ def test_registry_keeps_working_across_a_broker_restart(tmp_path: Path) -> None:
             assert client.get_schema(first).schema == schema(1)
     finally:
         broker.stop()
+
+
+def test_hard_delete_leaves_an_id_watermark_compaction_keeps() -> None:
+    """After a hard delete and compaction the deleted schema's records are gone; the NOOP
+    watermark written with the delete keeps its id from being handed out again."""
+    from streams.registry.state import State, encode, id_watermark, schema_key
+
+    value = {"subject": "s", "version": 1, "id": 7, "schema": '"string"', "deleted": True}
+    live = State()
+    live.apply(encode(schema_key("s", 1)), encode(value))
+    assert live.max_id == 7
+    # What compaction keeps of: the schema record, its tombstone, the watermark.
+    compacted = State()
+    compacted.apply(encode(schema_key("s", 1)), None)
+    compacted.apply(*map(encode, id_watermark(live.max_id)))
+    assert compacted.max_id == 7 and not compacted.subjects
