@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from .listener import parse_listener
 from .registry import COUNTER, GAUGE, MetricsRegistry, Sample
 
 DOMAIN = "kafka.connect"
@@ -23,6 +24,8 @@ class ConnectMetrics:
     """The metrics of one worker process; ``herder()`` gives its herder (None while starting)."""
 
     def __init__(self, herder: Callable[[], Any], listener: str | None = None) -> None:
+        if listener:
+            parse_listener(listener)  # a bad value fails when the worker is built
         self.herder = herder
         self.listener = listener
         self.registry = MetricsRegistry(DOMAIN)
