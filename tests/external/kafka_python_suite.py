@@ -21,8 +21,8 @@ What it does:
 7. when the only failures are tests of ``CLIENT_RACES`` (races inside kafka-python itself, each
    with its diagnosis), runs those once more and lets the second result count,
 8. runs the suite's SASL tests (test_sasl_integration.py: admin, produce/consume and raw client,
-   each with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512) against a second broker with a
-   SASL_PLAINTEXT listener (see SASL_PLUGIN),
+   each with PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512) and SSL tests (test_ssl_integration.py)
+   against a second broker with SASL_PLAINTEXT and SSL listeners (see SECURED_PLUGIN),
 9. stops the brokers whatever happens, prints pytest's summary lines last and exits with pytest's
    exit code (a run in which no test passed is a failure).
 
@@ -98,11 +98,11 @@ BROKER_PROPERTIES = {
 # broker has not implemented yet: those must show up as failures, not disappear.
 DESELECT: dict[str, str] = {
     "test/integration/test_ssl_integration.py::TestSSLConnection::test_ssl_handshake": (
-        "the ssl_kafka fixture ignores KAFKA_URI and spawns its own Kafka (JVM scripts from "
-        "KAFKA_ROOT, keytool-made JKS stores, ZooKeeper below 4.0); no external broker can serve it"
+        "the ssl_kafka fixture ignores KAFKA_URI and spawns its own broker: it runs in the "
+        "secured run instead, against our SSL listener (SECURED_PLUGIN)"
     ),
     "test/integration/test_ssl_integration.py::TestSSLConnection::test_legacy_kafka_client_ssl": (
-        "same ssl_kafka fixture: it always spawns a JVM broker with an SSL listener of its own"
+        "same ssl_kafka fixture: runs in the secured run against our SSL listener"
     ),
     "test/integration/test_admin_integration.py::test_describe_metadata_quorum": (
         "KRaft quorum API (DescribeQuorum on __cluster_metadata): our broker keeps its metadata "
@@ -194,12 +194,13 @@ SHIM_SERVICE = textwrap.dedent(
 
 # The suite's SASL tests (test_sasl_integration.py: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 x admin,
 # produce/consume, raw client) skip themselves when KAFKA_URI is set and otherwise spawn a JVM
-# broker. This plugin, loaded with -p in a second run, points their fixture at our broker's
-# SASL_PLAINTEXT listener instead, as the user the suite expects (KafkaFixture.broker_user), and
-# lists topics with the admin client instead of kafka-topics.sh. The tests themselves run as-is.
-SASL_PLUGIN = textwrap.dedent(
+# broker, as do its SSL tests (ssl_kafka). This plugin, loaded with -p in a second run, points
+# those fixtures at our broker's SASL_PLAINTEXT or SSL listener instead (as the user the suite
+# expects, KafkaFixture.broker_user; ssl_dir holding our test CA as `ca-cert`), and lists topics
+# with the admin client instead of kafka-topics.sh. The tests themselves run as they are.
+SECURED_PLUGIN = textwrap.dedent(
     '''\
-    """Written by streams' tests/external/kafka_python_suite.py (see SASL_PLUGIN there)."""
+    """Written by streams' tests/external/kafka_python_suite.py (see SECURED_PLUGIN there)."""
 
     import os
 
@@ -211,9 +212,13 @@ SASL_PLUGIN = textwrap.dedent(
 
 
     def _external_instance(cls, broker_id, **params):
-        host, port = os.environ["STREAMS_SASL_BOOTSTRAP"].rsplit(":", 1)
+        transport = params.get("transport", "PLAINTEXT").upper()
+        host, port = os.environ[f"STREAMS_{transport}_BOOTSTRAP"].rsplit(":", 1)
         params.update(host=host, port=int(port), external=True)
-        return _instance(cls, broker_id, **params)
+        fixture = _instance(cls, broker_id, **params)
+        if transport == "SSL":
+            fixture.ssl_dir = os.environ["STREAMS_SSL_DIR"]
+        return fixture
 
 
     def _topic_names(self):
@@ -226,7 +231,8 @@ SASL_PLUGIN = textwrap.dedent(
     fixtures.KafkaFixture.get_topic_names = _topic_names
     '''
 )
-SASL_TESTS = "test/integration/test_sasl_integration.py"
+SECURED_TESTS = ("test/integration/test_sasl_integration.py",
+                 "test/integration/test_ssl_integration.py")
 SASL_USER, SASL_PASSWORD = "alice", "alice-secret"  # KafkaFixture.broker_user / broker_password
 
 # Asks the running broker for its ApiVersions and prints the broker version kafka-python infers,
@@ -296,7 +302,7 @@ def write_shim(sdist_root: Path) -> None:
     if not init.exists():
         init.write_text(SHIM_INIT)
     (test_dir / "service.py").write_text(SHIM_SERVICE)
-    (test_dir / "streams_sasl.py").write_text(SASL_PLUGIN)
+    (test_dir / "streams_secured.py").write_text(SECURED_PLUGIN)
 
 
 def ensure_test_deps(python: str) -> None:
@@ -362,24 +368,35 @@ def running_broker(python: str, workdir: Path) -> Iterator[int]:
 
 
 @contextmanager
-def running_sasl_broker(python: str, workdir: Path) -> Iterator[str]:
-    """A second broker with a SASL_PLAINTEXT listener (PLAIN, SCRAM-SHA-256/512) for the SASL
-    tests; the suite's user gets PLAIN from the JAAS entry and SCRAM credentials through
-    `streams users scram-set` (AlterUserScramCredentials) on the PLAINTEXT listener."""
-    plain, sasl = free_port(), free_port()
+def running_secured_broker(python: str, workdir: Path) -> Iterator[dict[str, str]]:
+    """A second broker with SASL_PLAINTEXT (PLAIN, SCRAM-SHA-256/512) and SSL listeners for the
+    SASL and SSL tests; the suite's user gets PLAIN from the JAAS entry and SCRAM credentials
+    through `streams users scram-set` (AlterUserScramCredentials) on the PLAINTEXT listener.
+    Yields the environment SECURED_PLUGIN reads."""
+    sys.path.insert(0, str(ROOT))
+    from tests.security.certs import make_pki  # the project's test CA (cryptography)
+
+    pki = make_pki(workdir / "pki")
+    ssl_dir = workdir / "ssl"
+    ssl_dir.mkdir()
+    (ssl_dir / "ca-cert").write_text(pki.ca_pem)
+    plain, sasl, tls = free_port(), free_port(), free_port()
     jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
             f'username="{SASL_USER}" password="{SASL_PASSWORD}" '
             f'user_{SASL_USER}="{SASL_PASSWORD}";')
     properties = {
         **BROKER_PROPERTIES,
         "data.dir": str(workdir / "sasl-broker-data"),
-        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "listeners": f"PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl},"
+                     f"SSL://127.0.0.1:{tls}",
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": str(pki.server.keystore),
         "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
     }
-    config = workdir / "sasl-broker.properties"
+    config = workdir / "secured-broker.properties"
     config.write_text("".join(f"{k}={v}\n" for k, v in properties.items()))
-    broker_log = workdir / "sasl-broker.log"
+    broker_log = workdir / "secured-broker.log"
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     with broker_log.open("wb") as out:
         proc = subprocess.Popen([python, "-m", "streams.cli.main", "broker", "start", "--config",
@@ -394,8 +411,10 @@ def running_sasl_broker(python: str, workdir: Path) -> Iterator[str]:
                 timeout=60)
             if made.returncode != 0:
                 raise RuntimeError(f"streams users scram-set failed: {made.stderr.strip()}")
-            log(f"SASL broker pid {proc.pid} on SASL_PLAINTEXT://127.0.0.1:{sasl}")
-            yield f"127.0.0.1:{sasl}"
+            log(f"secured broker pid {proc.pid} on SASL_PLAINTEXT://127.0.0.1:{sasl}, "
+                f"SSL://127.0.0.1:{tls}")
+            yield {"STREAMS_SASL_PLAINTEXT_BOOTSTRAP": f"127.0.0.1:{sasl}",
+                   "STREAMS_SSL_BOOTSTRAP": f"127.0.0.1:{tls}", "STREAMS_SSL_DIR": str(ssl_dir)}
         finally:
             stop_process(proc, signal.SIGTERM, 20.0)
 
@@ -464,9 +483,9 @@ class PytestRun:
 
 def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kafka_root: Path,
                extra: list[str], deadline_s: float, log_file: Path = LOG_FILE,
-               sasl_bootstrap: str | None = None) -> PytestRun:
+               secured: dict[str, str] | None = None) -> PytestRun:
     """Run the integration suite, or only the node ids in `extra` when it names some; with
-    `sasl_bootstrap`, run the SASL tests against that listener (see SASL_PLUGIN)."""
+    `secured` (SECURED_PLUGIN's environment), run the SASL and SSL tests against it."""
     env = dict(os.environ)
     env.update(
         KAFKA_URI=f"kafka://127.0.0.1:{port}",
@@ -477,16 +496,16 @@ def run_pytest(python: str, sdist_root: Path, port: int, kafka_version: str, kaf
     env.pop("ZOOKEEPER_URI", None)
     cmd = [python, "-m", "pytest", "-o", "addopts=", "--timeout=60",
            "--timeout-method=signal", "-rA", "-p", "no:cacheprovider"]
-    if sasl_bootstrap is not None:
+    if secured is not None:
         env.pop("KAFKA_URI")  # the SASL tests skip themselves when it is set
-        env["STREAMS_SASL_BOOTSTRAP"] = sasl_bootstrap
-        cmd += ["-p", "test.streams_sasl", SASL_TESTS]
+        env.update(secured)
+        cmd += ["-p", "test.streams_secured", *SECURED_TESTS]
     elif not any("::" in arg for arg in extra):
         cmd.append("test/integration")
-    for node_id in DESELECT if sasl_bootstrap is None else ():
+    for node_id in DESELECT if secured is None else ():
         cmd += ["--deselect", node_id]
     cmd += extra
-    where = f"SASL on {sasl_bootstrap}" if sasl_bootstrap else f"KAFKA_URI={env['KAFKA_URI']}"
+    where = f"secured listeners {secured}" if secured else f"KAFKA_URI={env['KAFKA_URI']}"
     log(f"running: KAFKA_VERSION={kafka_version} {where} "
         f"{' '.join(cmd[1:])}  (cwd {sdist_root})")
     log(f"full output: {log_file}")
@@ -582,12 +601,12 @@ def main(argv: list[str] | None = None) -> int:
             if final is not first:
                 summary = f"{first.summary}\nsecond run of the known client races: {summary}"
         if not args.pytest_args:
-            with running_sasl_broker(python, workdir) as sasl_bootstrap:
-                sasl = run_pytest(python, sdist_root, 0, kafka_version, kafka_root, [],
-                                  args.deadline, LOG_FILE.with_name("sasl-run.log"),
-                                  sasl_bootstrap=sasl_bootstrap)
-            code = code or sasl.code
-            summary = f"SASL tests ({SASL_TESTS}): {sasl.summary}\n{summary}"
+            with running_secured_broker(python, workdir) as secured:
+                run = run_pytest(python, sdist_root, 0, kafka_version, kafka_root, [],
+                                 args.deadline, LOG_FILE.with_name("secured-run.log"),
+                                 secured=secured)
+            code = code or run.code
+            summary = f"SASL and SSL tests ({', '.join(SECURED_TESTS)}): {run.summary}\n{summary}"
     finally:
         if args.keep:
             log(f"kept {workdir}")
