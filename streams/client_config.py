@@ -290,7 +290,8 @@ def build_ssl_context(props: Mapping[str, Any], where: str = "") -> ssl.SSLConte
             ctx.load_default_certs()
     except (ssl.SSLError, OSError) as exc:
         raise ClientConfigError(f"'{where}ssl.truststore.*': cannot load the CA certificates "
-                                f"({type(exc).__name__}: {getattr(exc, 'reason', None) or exc})"
+                                f"({type(exc).__name__}: {getattr(exc, 'reason', None) or exc}); "
+                                f"a PEM file is expected (convert a JKS or PKCS12 store to PEM)"
                                 ) from None
     password = props.get("ssl.key.password")
     key_password = password.value() if isinstance(password, SecretStr) else None
