@@ -32,6 +32,7 @@ from streams.broker.security.authorizer import (
     WRITE,
 )
 from tests.reference.wire import Connection
+from tests.security.broker.clients import CLIENTS
 from tests.security.broker.conftest import (
     ADMIN,
     ADMIN_PW,
@@ -351,6 +352,20 @@ def test_certificate_principal_and_all(broker: SecuredBroker, admin: Connection,
                                 if not k.startswith(("ssl.certificate", "ssl.key"))})
     with pytest.raises(KafkaException):  # ssl.client.auth=required on this listener
         without_cert.list_topics(timeout=3)
+
+
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+def test_mtls_roundtrip_as_certificate_principal(broker: SecuredBroker, admin: Connection,
+                                                 pki: Pki, client: str) -> None:
+    """Each client library over mutual TLS (ssl.client.auth=required), authorized only by ACLs
+    on its certificate's principal."""
+    principal = f"User:{pki.client.subject}"
+    grant(admin, acl(TOPIC, "mtls-rt-", principal, ALL, pattern=PREFIXED),
+          acl(GROUP, "g-", principal, READ, pattern=PREFIXED))
+    settings, roundtrip = CLIENTS[client]
+    assert roundtrip(broker.address("SSL"),
+                     settings("SSL", pki.truststore, cert=pki.client.keystore),
+                     f"mtls-rt-{client}-{uuid.uuid4().hex[:6]}")
 
 
 def test_acls_survive_restart(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> None:
