@@ -86,6 +86,7 @@ class SchemaStore:
         await admin.start()
         try:
             if self.topic in await admin.list_topics():
+                await self._check_compacted(admin)
                 return
             with contextlib.suppress(TopicAlreadyExistsError):
                 result = await admin.create_topics([NewTopic(
@@ -95,6 +96,22 @@ class SchemaStore:
                         raise errors.store_error(f"cannot create topic {self.topic}: {rest}")
         finally:
             await admin.close()
+
+    async def _check_compacted(self, admin: Any) -> None:
+        """Refuse a topic that deletes by time: schemas would vanish (as Confluent refuses)."""
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        responses = await admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, self.topic)])
+        for response in responses:
+            for resource in response.to_object()["resources"]:
+                for entry in resource["config_entries"]:
+                    if entry["config_names"] == "cleanup.policy" and \
+                            "compact" not in str(entry["config_value"]):
+                        raise errors.store_error(
+                            f"topic {self.topic} has cleanup.policy={entry['config_value']}; "
+                            "the schemas topic must be compacted (cleanup.policy=compact), or "
+                            "schemas are deleted with old segments")
 
     async def _read_loop(self) -> None:
         assert self._consumer is not None

@@ -130,3 +130,19 @@ def test_hard_delete_leaves_an_id_watermark_compaction_keeps() -> None:
     compacted.apply(encode(schema_key("s", 1)), None)
     compacted.apply(*map(encode, id_watermark(live.max_id)))
     assert compacted.max_id == 7 and not compacted.subjects
+
+
+def test_a_schemas_topic_that_is_not_compacted_is_refused(tmp_path: Path) -> None:
+    from helpers import create_topics
+
+    broker = EmbeddedBroker(tmp_path / "broker").start()
+    try:
+        create_topics(broker.bootstrap, {"_schemas": 1})  # cleanup.policy=delete
+        proc = subprocess.run(
+            [sys.executable, "-m", "streams.cli.main", "registry", "start", "--port",
+             str(free_port()), "--bootstrap-servers", broker.bootstrap],
+            capture_output=True, text=True, timeout=60)
+        assert proc.returncode == 1
+        assert "cleanup.policy=delete" in proc.stderr and "must be compacted" in proc.stderr
+    finally:
+        broker.stop()
