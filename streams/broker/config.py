@@ -78,6 +78,8 @@ class BrokerConfig(KafkaConfigModel):
     ssl_endpoint_identification_algorithm: str | None = "https"  # client side; unused here
     ssl_principal_mapping_rules: str = "DEFAULT"
     connections_max_reauth_ms: int = 0
+    # A connection that failed authentication is closed this much later (Kafka's default).
+    connection_failed_authentication_delay_ms: int = Field(100, ge=0)
     authorizer_class_name: str = ""
     super_users: str = ""
     allow_everyone_if_no_acl_found: bool = False

@@ -223,6 +223,8 @@ class Broker:
             # Let the answers already under way go out, then stop the sender.
             await responses.put(None)
             await sender
+            if session.close_after_response:  # slows password guessing, as Kafka does
+                await asyncio.sleep(self.config.connection_failed_authentication_delay_ms / 1000)
         finally:
             await frames.aclose()
             for pending in (*in_flight, sender):
