@@ -74,7 +74,7 @@ def register_streams_metrics(registry: MetricsRegistry, thread: Any, thread_id: 
     reg(GAUGE, "poll-rate", poll.rate, "Consumer polls per second (30 s window)")
     reg(GAUGE, "active-tasks", lambda: len(thread.tasks), "Tasks assigned to the thread")
     registry.add_collector(lambda: _task_samples(thread, thread_id))
-    registry.add_collector(lambda: _consumer_samples(thread))
+    registry.add_collector(lambda: _consumer_samples(thread, f"{thread_id}-consumer"))
     if registry.should_record(RecordingLevel.DEBUG):
         registry.add_collector(lambda: _store_samples(thread, thread_id))
 
@@ -97,10 +97,11 @@ def _task_samples(thread: Any, thread_id: str) -> Iterator[Sample]:
                      "Largest record timestamp the task has processed")
 
 
-def _consumer_samples(thread: Any) -> Iterator[Sample]:
+def _consumer_samples(thread: Any, client_id: str) -> Iterator[Sample]:
     """``records-lag`` per partition and ``records-lag-max`` (Kafka's
     consumer-fetch-manager-metrics): the high watermark (last stable offset under EOS)
-    minus the consumer's position, from what the consumer already knows (no request)."""
+    minus the consumer's position, from what the consumer already knows (no request).
+    ``client_id`` is Kafka Streams' name for the thread's consumer (``<thread>-consumer``)."""
     gen = getattr(thread, "gen", None)
     consumer = getattr(gen, "consumer", None)
     if consumer is None:
@@ -113,8 +114,6 @@ def _consumer_samples(thread: Any) -> Iterator[Sample]:
         assigned = list(consumer.assignment())
     except Exception:  # not subscribed yet, or closing
         return
-    client_id = getattr(consumer, "_client", None)
-    client_id = getattr(client_id, "_client_id", "") or ""
     lag_max = math.nan
     for tp in assigned:
         tp = TopicPartition(tp.topic, tp.partition)
