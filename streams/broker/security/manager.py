@@ -157,12 +157,17 @@ class BrokerSecurity:
         if ctx.api_key == SASL_AUTHENTICATE and session.mechanism is not None:
             return self._authenticate(session, ctx, decode_body(ctx, frame, pos))
         if session.handshaken:
-            # Kafka answers the request with ILLEGAL_SASL_STATE when it can build an error
-            # response; we close after the one line, which clients treat the same way.
+            # Kafka (SaslServerAuthenticator, AUTHENTICATE state) answers the request with its
+            # error response (ILLEGAL_SASL_STATE where the schema has an error code), then closes.
             log.warning("closing connection from %s: unexpected request api_key=%d while "
                         "authenticating (client %r)", session.host, ctx.api_key, ctx.client_id)
-            raise ProtocolError(f"Unexpected Kafka request of type {ctx.api_key} during SASL "
-                                "authentication")
+            session.close_after_response = True
+            # Fields the body leaves out get the schema's defaults; InitProducerId's error
+            # response also says "no epoch" (-1), as Kafka's getErrorResponse does.
+            return encode_response(ctx, {
+                "error_code": ILLEGAL_SASL_STATE, "producer_epoch": -1,
+                "error_message": f"Unexpected Kafka request of type {ctx.api_key} during SASL "
+                                 "authentication."})
         raise ProtocolError(f"Unexpected Kafka request of type {ctx.api_key} during SASL "
                             f"handshake (client {ctx.client_id!r}, listener {session.listener})")
 

@@ -134,7 +134,14 @@ def test_garbage_authenticate_gets_error_58_and_close(broker: SecuredBroker) -> 
         assert _closed(conn)
     with _raw(broker) as conn:  # after the handshake only SaslAuthenticate may come
         conn.send(17, 1, {"mechanism": "PLAIN"})
-        conn.send(3, 12, {"topics": None}, expect_response=False)
+        refused = conn.send(3, 12, {"topics": None})  # an empty error answer, as Kafka's
+        assert refused is not None and refused["brokers"] == refused["topics"] == []
+        assert _closed(conn)
+    with _raw(broker) as conn:
+        conn.send(17, 1, {"mechanism": "PLAIN"})
+        refused = conn.send(32, 4, {"resources": [], "include_synonyms": False,
+                                    "include_documentation": False})
+        assert refused is not None and refused["results"] == []
         assert _closed(conn)
     assert _metadata_after_plain(broker)
 

@@ -121,6 +121,16 @@ def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
     with Connection(address, timeout=15) as conn:
         conn.send(3, 12, {"topics": None}, expect_response=False)
         note("metadata before handshake closes", _closed(conn))
+    with Connection(address, timeout=15) as conn:
+        conn.send(17, 1, {"mechanism": "PLAIN"})
+        note("metadata after handshake", conn.send(3, 12, {"topics": None}))
+        note("closed after metadata after handshake", _closed(conn))
+    with Connection(address, timeout=15) as conn:
+        conn.send(17, 1, {"mechanism": "PLAIN"})
+        note("init producer id after handshake", conn.send(22, 4, {
+            "transactional_id": None, "transaction_timeout": 1000, "producer_id": -1,
+            "producer_epoch": -1}))
+        note("closed after init producer id after handshake", _closed(conn))
 
     topic, group, txn = f"{TOPIC}-{suffix}", f"g-{suffix}", f"t-{suffix}"
     with _login(address, ADMIN, ADMIN_PW) as admin:
