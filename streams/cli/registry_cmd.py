@@ -8,6 +8,8 @@ import logging
 import signal
 import sys
 
+from .client import add_bootstrap_argument, connection_kwargs
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     registry = sub.add_parser("registry", help="run a schema registry (Confluent's REST API)")
@@ -15,7 +17,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     start = actions.add_parser("start", help="serve until SIGINT/SIGTERM")
     start.add_argument("--port", type=int, default=8081, help="HTTP port (default 8081)")
     start.add_argument("--host", default="127.0.0.1", help="address to listen on")
-    start.add_argument("--bootstrap-servers", required=True, help="the broker holding schemas")
+    add_bootstrap_argument(start)  # --bootstrap-servers and --command-config
     start.add_argument("--topic", default="_schemas",
                        help="compacted topic the schemas live in (kafkastore.topic)")
     start.set_defaults(func=run_start)
@@ -24,8 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run_start(args: argparse.Namespace) -> int:
     from streams.registry.server import SchemaRegistry
 
+    roles = {role: connection_kwargs(args, role) for role in ("admin", "consumer", "producer")}
     registry = SchemaRegistry(args.bootstrap_servers, port=args.port, host=args.host,
-                              topic=args.topic)
+                              topic=args.topic, role_configs=roles)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -246,14 +246,17 @@ class SchemaRegistry:
 
     In an asyncio program: ``await registry.start()`` / ``await registry.stop()``. Elsewhere
     ``with SchemaRegistry(...) as registry:`` runs it on an event loop in a background thread.
-    ``port=0`` picks a free port; ``registry.url`` is where clients point.
+    ``port=0`` picks a free port; ``registry.url`` is where clients point. ``client_config``
+    (aiokafka arguments, e.g. ``security_protocol``/``ssl_context``/``sasl_*``) reaches a
+    secured cluster; ``role_configs`` adds arguments per client (admin, consumer, producer).
     """
 
     def __init__(self, bootstrap_servers: str, *, port: int = 8081, host: str = "127.0.0.1",
-                 topic: str = "_schemas", client_config: dict[str, Any] | None = None) -> None:
+                 topic: str = "_schemas", client_config: dict[str, Any] | None = None,
+                 role_configs: dict[str, dict[str, Any]] | None = None) -> None:
         self.host = host
         self.port = port
-        self.store = SchemaStore(bootstrap_servers, topic, client_config)
+        self.store = SchemaStore(bootstrap_servers, topic, client_config, role_configs)
         self.service = RegistryService(self.store)
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None

@@ -40,10 +40,14 @@ class SchemaStore:
     """State replayed from ``topic`` and serialized writes to it."""
 
     def __init__(self, bootstrap_servers: str, topic: str = "_schemas",
-                 client_config: dict[str, Any] | None = None) -> None:
+                 client_config: dict[str, Any] | None = None,
+                 role_configs: dict[str, dict[str, Any]] | None = None) -> None:
+        """``client_config``: aiokafka arguments for every client (e.g. security settings);
+        ``role_configs``: more per client role, ``admin``/``consumer``/``producer``."""
         self.bootstrap = bootstrap_servers
         self.topic = topic
         self.client_config = dict(client_config or {})
+        self.role_configs = {k: dict(v) for k, v in (role_configs or {}).items()}
         self.state = State()
         self.tp = TopicPartition(topic, 0)
         self.position = 0
@@ -53,13 +57,17 @@ class SchemaStore:
         self._producer: AIOKafkaProducer | None = None
         self._task: asyncio.Task[None] | None = None
 
+    def _kwargs(self, role: str, **required: Any) -> dict[str, Any]:
+        """The user's settings for ``role``, then what the store relies on (which wins)."""
+        return {**self.client_config, **self.role_configs.get(role, {}),
+                "bootstrap_servers": self.bootstrap, **required}
+
     async def start(self) -> None:
         await self._ensure_topic()
-        self._consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, enable_auto_commit=False,
-            isolation_level="read_committed", auto_offset_reset="earliest",
-            fetch_max_wait_ms=50,  # sync() waits for the fetch that passes a commit marker
-            **self.client_config)
+        self._consumer = AIOKafkaConsumer(**self._kwargs(
+            "consumer", enable_auto_commit=False, isolation_level="read_committed",
+            auto_offset_reset="earliest",
+            fetch_max_wait_ms=50))  # sync() waits for the fetch that passes a commit marker
         await self._consumer.start()
         self._consumer.assign([self.tp])
         await self._consumer.seek_to_beginning(self.tp)
@@ -82,7 +90,7 @@ class SchemaStore:
         from aiokafka.admin import AIOKafkaAdminClient, NewTopic
         from aiokafka.errors import TopicAlreadyExistsError
 
-        admin = AIOKafkaAdminClient(bootstrap_servers=self.bootstrap, **self.client_config)
+        admin = AIOKafkaAdminClient(**self._kwargs("admin"))
         await admin.start()
         try:
             if self.topic in await admin.list_topics():
@@ -149,9 +157,9 @@ class SchemaStore:
 
     async def _writer(self) -> AIOKafkaProducer:
         if self._producer is None:
-            producer = AIOKafkaProducer(
-                bootstrap_servers=self.bootstrap, acks="all", enable_idempotence=True,
-                transactional_id=f"schema-registry-{self.topic}", **self.client_config)
+            producer = AIOKafkaProducer(**self._kwargs(
+                "producer", acks="all", enable_idempotence=True,
+                transactional_id=f"schema-registry-{self.topic}"))
             await producer.start()  # InitProducerId: fences the previous writer
             self._producer = producer
         return self._producer
