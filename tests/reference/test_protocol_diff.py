@@ -35,11 +35,10 @@ from .wire import api_versions
 
 # docs/kafka-differences.md "APIs we do not implement": Kafka 4.4 advertises these, we do not.
 NOT_IMPLEMENTED = {
-    17: "SaslHandshake", 36: "SaslAuthenticate", 23: "OffsetForLeaderEpoch",
+    23: "OffsetForLeaderEpoch",
     27: "WriteTxnMarkers", 38: "CreateDelegationToken", 39: "RenewDelegationToken",
     40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 48: "DescribeClientQuotas",
-    49: "AlterClientQuotas", 50: "DescribeUserScramCredentials",
-    51: "AlterUserScramCredentials", 55: "DescribeQuorum", 57: "UpdateFeatures",
+    49: "AlterClientQuotas", 55: "DescribeQuorum", 57: "UpdateFeatures",
     61: "DescribeProducers", 64: "UnregisterBroker", 65: "DescribeTransactions",
     66: "ListTransactions", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
     74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",
