@@ -83,6 +83,9 @@ class KafkaStreams:
         self._shutdown_by_group = False  # the group told us to shut down
         self.thread_replacements = 0
         self._query_server: Any = None  # query_server.QueryServer while running
+        # Kafka's StateRestoreListener and StandbyUpdateListener (see set_*_listener)
+        self.restore_listener: Any = None
+        self.standby_listener: Any = None
 
     # -- state --------------------------------------------------------------------------------
 
@@ -92,6 +95,30 @@ class KafkaStreams:
 
     def set_state_listener(self, listener: Callable[[State, State], None]) -> None:
         self._listener = listener
+
+    def set_global_state_restore_listener(self, listener: Any) -> None:
+        """Kafka's ``StateRestoreListener`` for every active task's restoration: an object
+        with any of ``on_restore_start(topic_partition, store_name, start_offset,
+        end_offset)``, ``on_batch_restored(topic_partition, store_name, batch_end_offset,
+        num_restored)`` and ``on_restore_end(topic_partition, store_name, total_restored)``.
+        Called on the stream thread: keep them short. Only before ``start()``."""
+        self._before_start("set_global_state_restore_listener")
+        self.restore_listener = listener
+
+    def set_standby_update_listener(self, listener: Any) -> None:
+        """Kafka's ``StandbyUpdateListener`` for standby tasks (``num.standby.replicas``):
+        ``on_update_start(topic_partition, store_name, starting_offset)``,
+        ``on_batch_loaded(topic_partition, store_name, task_id, batch_end_offset,
+        batch_size, current_end_offset)`` and ``on_update_suspended(topic_partition,
+        store_name, store_offset, current_end_offset, reason)`` with reason ``"MIGRATED"``
+        or ``"PROMOTED"``. Only before ``start()``."""
+        self._before_start("set_standby_update_listener")
+        self.standby_listener = listener
+
+    def _before_start(self, what: str) -> None:
+        if self._state is not State.CREATED:
+            raise RuntimeError(f"{what} can only be called before start() "
+                               f"(the client is {self._state.value})")
 
     def _set_state(self, name: str | State) -> None:
         new = State(name) if isinstance(name, str) else name
@@ -266,7 +293,7 @@ class KafkaStreams:
         assert thread is not None
         name = self._thread.name if self._thread is not None else \
             f"{self.config.application_id}-StreamThread-1"
-        register_streams_metrics(self.metrics_registry, thread, name)
+        register_streams_metrics(self.metrics_registry, thread, name, lambda: self._state.value)
         server = None
         if self.config.metrics_listener:
             from ..metrics.http import MetricsServer

@@ -7,10 +7,16 @@ bound a task stays with the member running it, else goes to a member that has it
 disk (a fast restore), else to the least-loaded member. Members describe what they own in the
 JoinGroup metadata's user data.
 
+With ``num.standby.replicas`` = n, each stateful task also gets up to n standby tasks, on
+members of other processes than its active and than each other (Kafka never puts a standby in
+the process of its active: it would die with it); a member that has the task's state on disk
+is preferred, then the one with the fewest standbys. A member's assignment lists its standby
+tasks; they own no partitions.
+
 As in Kafka Streams (SubscriptionInfo's user end point, AssignmentInfo's partitionsByHost and
 standbyPartitionByHost), each member also reports its ``application.server``, and every member's
-assignment carries the whole map host -> active tasks (and host -> standby tasks, empty until
-standby replicas exist), so any instance can say which instance holds a key (queries.py).
+assignment carries the whole map host -> active tasks and host -> standby tasks, so any
+instance can say which instances hold a key (queries.py).
 """
 
 from __future__ import annotations
@@ -76,11 +82,13 @@ class AssignmentInfo:
     standby_hosts: dict[str, list[TaskId]] = field(default_factory=dict)
     partitions: dict[str, int] = field(default_factory=dict)
     shutdown: bool = False  # a member asked for the application's shutdown: everyone stops
+    standby: list[TaskId] = field(default_factory=list)  # this member's standby tasks
 
     def encode(self) -> bytes:
         def tids(ts: Iterable[TaskId]) -> list[str]:
             return sorted(str(t) for t in ts)
         return json.dumps({"shutdown": self.shutdown, "tasks": tids(self.tasks),
+                           "standby": tids(self.standby),
                            "hosts": {h: tids(ts) for h, ts in sorted(self.hosts.items())},
                            "standby_hosts": {h: tids(ts) for h, ts
                                              in sorted(self.standby_hosts.items())},
@@ -101,7 +109,8 @@ class AssignmentInfo:
             return cls([TaskId.parse(t) for t in raw.get("tasks", [])], hosts("hosts"),
                        hosts("standby_hosts"),
                        {str(t): int(n) for t, n in (raw.get("partitions") or {}).items()},
-                       bool(raw.get("shutdown", False)))
+                       bool(raw.get("shutdown", False)),
+                       [TaskId.parse(t) for t in raw.get("standby", [])])
         except (ValueError, AttributeError, TypeError):
             return cls()
 
@@ -114,16 +123,20 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
     version = VERSION
 
     def __init__(self, layout: TopicLayout, local_info: Callable[[], MemberInfo],
-                 on_info: Callable[[AssignmentInfo], None] | None = None) -> None:
+                 on_info: Callable[[AssignmentInfo], None] | None = None,
+                 num_standby_replicas: int = 0) -> None:
         self.layout = layout
         self.local_info = local_info
         self.on_info = on_info  # told every new assignment's host map (KafkaStreams' metadata)
+        self.num_standby_replicas = num_standby_replicas
         self.stateful = {sub.id for sub in layout.sub_topologies if sub.stores}
+        self.assigned = AssignmentInfo()  # this member's latest assignment (its standbys)
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
         return ConsumerProtocolMemberMetadata(VERSION, sorted(topics), self.local_info().encode())
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
+        self.assigned = AssignmentInfo.decode(assignment.user_data)
         if self.on_info is not None:
             try:
                 self.on_info(AssignmentInfo.decode(assignment.user_data))
@@ -140,10 +153,15 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
             stop = AssignmentInfo(shutdown=True).encode()
             return {m: ConsumerProtocolMemberAssignment(VERSION, [], stop) for m in members}
         plan = balance(tasks, infos, self.stateful)
+        standby_plan = place_standbys([t for t in tasks if t.subtopology in self.stateful],
+                                      plan, infos, self.num_standby_replicas)
         hosts: dict[str, list[TaskId]] = {}
+        standby_hosts: dict[str, list[TaskId]] = {}
         for member, info in infos.items():
             if info.endpoint:
                 hosts.setdefault(info.endpoint, []).extend(plan.get(member, []))
+                if standby_plan.get(member):
+                    standby_hosts.setdefault(info.endpoint, []).extend(standby_plan[member])
         partitions = {topic: self._count(cluster, topic)
                       for topics in self.layout.sources.values() for topic in topics}
         result = {}
@@ -153,11 +171,13 @@ class StreamsPartitionAssignor(AbstractPartitionAssignor):
                 for topic in self.layout.sources[task.subtopology]:
                     if task.partition < self._count(cluster, topic):
                         by_topic.setdefault(topic, []).append(task.partition)
-            info = AssignmentInfo(sorted(plan.get(member, [])), hosts, {}, partitions)
+            info = AssignmentInfo(sorted(plan.get(member, [])), hosts, standby_hosts, partitions,
+                                  standby=sorted(standby_plan.get(member, [])))
             result[member] = ConsumerProtocolMemberAssignment(
                 VERSION, sorted(by_topic.items()), info.encode())
-        log.info("assigned %d tasks to %d members: %s", len(tasks), len(members),
-                 {m: sorted(str(t) for t in ts) for m, ts in plan.items()})
+        log.info("assigned %d tasks to %d members: %s; standbys: %s", len(tasks), len(members),
+                 {m: sorted(str(t) for t in ts) for m, ts in plan.items()},
+                 {m: sorted(str(t) for t in ts) for m, ts in standby_plan.items() if ts})
         return result
 
     def _count(self, cluster: object, topic: str) -> int:
@@ -205,3 +225,29 @@ def balance(tasks: list[TaskId], infos: Mapping[str, MemberInfo],
             plan[chosen].append(task)
             count[chosen] += 1
     return plan
+
+
+def place_standbys(stateful: list[TaskId], plan: Mapping[str, list[TaskId]],
+                   infos: Mapping[str, MemberInfo], replicas: int) -> dict[str, list[TaskId]]:
+    """Up to ``replicas`` standbys per stateful task, each in a process other than the
+    active's and the other standbys' (see the module docstring); warm members first."""
+    standbys: dict[str, list[TaskId]] = {m: [] for m in sorted(infos)}
+    if replicas <= 0:
+        return standbys
+    owner = {task: member for member, tasks in plan.items() for task in tasks}
+
+    def process(member: str) -> str:
+        return infos[member].process_id or member
+
+    for task in stateful:
+        active = owner.get(task)
+        taken = {process(active)} if active is not None else set()
+        for _ in range(replicas):
+            candidates = [m for m in standbys if process(m) not in taken]
+            if not candidates:
+                break  # fewer processes than replicas + 1: as many as there can be
+            chosen = min(candidates, key=lambda m: (task not in infos[m].state,
+                                                    len(standbys[m]), m))
+            standbys[chosen].append(task)
+            taken.add(process(chosen))
+    return standbys

@@ -148,9 +148,8 @@ class StreamsConfig(KafkaConfigModel):
     @field_validator("num_standby_replicas")
     @classmethod
     def _standbys(cls, value: int) -> int:
-        if value != 0:
-            raise ValueError("standby replicas are not supported yet; only 0 is accepted "
-                             "(state is restored from the changelog on fail-over)")
+        if value < 0:
+            raise ValueError("must be 0 or more")
         return value
 
     @field_validator("num_stream_threads")

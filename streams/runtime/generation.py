@@ -17,6 +17,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from ..kafka_batching import RecordCollector
+from .assignor import StreamsPartitionAssignor
 from .committer import Committer
 from .state_updater import StateUpdater
 from .task_manager import TaskManager
@@ -27,7 +28,8 @@ log = logging.getLogger(__name__)
 class ClientGeneration:
     def __init__(self, number: int, consumer: AIOKafkaConsumer, producer: AIOKafkaProducer,
                  collector: RecordCollector, tasks: TaskManager, committer: Committer,
-                 updater: StateUpdater) -> None:
+                 updater: StateUpdater, assignor: StreamsPartitionAssignor | None = None
+                 ) -> None:
         self.number = number
         self.consumer = consumer
         self.producer = producer
@@ -35,6 +37,7 @@ class ClientGeneration:
         self.tasks = tasks
         self.committer = committer
         self.updater = updater
+        self.assignor = assignor  # this member's latest assignment: its standby tasks
         self.closed = False
         self.rebalancing = False
 

@@ -61,6 +61,7 @@ class ChangelogState:
     stores: dict[tuple[str, int], Any] = field(default_factory=dict)
     start: dict[tuple[str, int], int | None] = field(default_factory=dict)  # None: beginning
     restored: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset at end
+    names: dict[tuple[str, int], str] = field(default_factory=dict)  # store name (listeners)
 
 
 def prepare_task(task: Any, topology: Any) -> ChangelogState:
@@ -72,6 +73,7 @@ def prepare_task(task: Any, topology: Any) -> ChangelogState:
             continue
         tp = (task.changelog_topic(name), task.task_id.partition)
         state.stores[tp] = store
+        state.names[tp] = name
         persistent = getattr(store, "persistent", True)
         start = checkpoint.get(tp) if (checkpoint is not None and persistent) else None
         if start is None and persistent:

@@ -7,6 +7,14 @@ open then is waited for, see ``kafka_internals.high_watermarks``), while the str
 already restored, and answering heartbeats and rebalances. A task revoked while restoring is
 removed at once: the updater never touches its stores again. One updater belongs to one client
 generation and is closed with it.
+
+Standby tasks (``num.standby.replicas``) are kept here too, as in Kafka: their changelogs are
+read on and on, never "restored", so a standby's stores follow the active's a moment behind and
+a fail-over onto this instance restores only the tail. While any active task is restoring,
+the standbys' partitions are paused: an active task waiting is worse than a standby lagging.
+The listeners Kafka Streams offers are called from here: ``StateRestoreListener``
+(``on_restore_start``, ``on_batch_restored``, ``on_restore_end``) for active restoration and
+``StandbyUpdateListener`` (``on_update_start``, ``on_batch_loaded``, ``on_update_suspended``).
 """
 
 from __future__ import annotations
@@ -39,14 +47,22 @@ class _Changelog:
     next_offset: int | None = None  # None: not positioned yet
     end: int = 0
     sought: bool = False  # the restore consumer stands at next_offset
+    standby: bool = False  # read on and on, never finished
+    name: str = ""  # the store's name, for the listeners
+    total: int = 0  # records applied
+    announced: bool = False  # the listener was told the restoration started
 
 
 class StateUpdater:
-    def __init__(self, client_kwargs: dict[str, Any], eos: bool) -> None:
+    def __init__(self, client_kwargs: dict[str, Any], eos: bool, restore_listener: Any = None,
+                 standby_listener: Any = None) -> None:
         self.client_kwargs = client_kwargs
         self.eos = eos
+        self.restore_listener = restore_listener
+        self.standby_listener = standby_listener
         self._changelogs: dict[TopicPartition, _Changelog] = {}
         self._pending: dict[TaskId, set[TopicPartition]] = {}  # task -> partitions left
+        self._standbys: dict[TaskId, set[TopicPartition]] = {}
         self._restored: list[TaskId] = []
         self._wakeup = asyncio.Event()
         self._consumer: AIOKafkaConsumer | None = None
@@ -58,28 +74,49 @@ class StateUpdater:
     # -- called by the stream thread (same event loop, never concurrently with the runner's
     #    record application, which has no await inside) -----------------------------------
 
-    def add(self, task_id: TaskId, state: ChangelogState) -> None:
-        """Start restoring ``task_id``'s stores (none left: it is restored at once)."""
+    def add(self, task_id: TaskId, state: ChangelogState, standby: bool = False) -> None:
+        """Start restoring ``task_id``'s stores (none left: it is restored at once), or, for a
+        standby task, start following its changelogs."""
         parts = set()
         for (topic, partition), store in state.stores.items():
             tp = TopicPartition(topic, partition)
-            self._changelogs[tp] = _Changelog(task_id, store, state)
+            self._changelogs[tp] = _Changelog(task_id, store, state, standby=standby,
+                                              name=state.names.get((topic, partition), ""))
             parts.add(tp)
-        self._pending[task_id] = parts
-        if not parts:
-            self._finish(task_id)
-            return
+        if standby:
+            self._standbys[task_id] = parts
+        else:
+            self._pending[task_id] = parts
+            if not parts:
+                self._finish(task_id)
+                return
         self._wakeup.set()
         if self._runner is None:
             self._runner = asyncio.ensure_future(self._run())
 
-    def remove(self, task_id: TaskId) -> None:
-        """Forget ``task_id`` (revoked or closed): its stores may be closed right after."""
+    def remove(self, task_id: TaskId, reason: str = "MIGRATED") -> None:
+        """Forget ``task_id`` (revoked or closed): its stores may be closed right after. A
+        standby's listener hears ``on_update_suspended`` with ``reason`` (MIGRATED: the task
+        went elsewhere; PROMOTED: it becomes active here)."""
         for tp in self._pending.pop(task_id, ()):
             self._changelogs.pop(tp, None)
+        for tp in self._standbys.pop(task_id, ()):
+            changelog = self._changelogs.pop(tp, None)
+            if changelog is not None and changelog.next_offset is not None:
+                self._tell(self.standby_listener, "on_update_suspended", tp, changelog.name,
+                           changelog.next_offset, self._end_of(tp), reason)
         with contextlib.suppress(ValueError):
             self._restored.remove(task_id)
         self._wakeup.set()
+
+    def standby_offsets(self, task_id: TaskId) -> dict[tuple[str, int], int]:
+        """Per changelog partition of a standby task, the next offset its stores reflect."""
+        result = {}
+        for tp in self._standbys.get(task_id, ()):
+            changelog = self._changelogs.get(tp)
+            if changelog is not None and changelog.next_offset is not None:
+                result[(tp.topic, tp.partition)] = changelog.next_offset
+        return result
 
     def restoring(self, task_id: TaskId) -> bool:
         return task_id in self._pending
@@ -108,6 +145,7 @@ class StateUpdater:
                 await consumer.stop()
         self._changelogs.clear()
         self._pending.clear()
+        self._standbys.clear()
 
     # -- the runner ---------------------------------------------------------------------------
 
@@ -153,18 +191,30 @@ class StateUpdater:
             key = (tp.topic, tp.partition)
             start = changelog.state.start.get(key)
             start = beginnings[tp] if start is None else max(start, beginnings[tp])
-            changelog.state.restored[key] = ends[tp]
             changelog.next_offset, changelog.end = start, ends[tp]
+            if changelog.standby:
+                changelog.state.restored[key] = start
+                self._tell(self.standby_listener, "on_update_start", tp, changelog.name, start)
+                continue
+            changelog.state.restored[key] = ends[tp]
             if start < ends[tp]:
                 log.info("task %s: restoring %s-%d from offset %d to %d", changelog.task_id,
                          tp.topic, tp.partition, start, ends[tp])
+                changelog.announced = True
+                self._tell(self.restore_listener, "on_restore_start", tp, changelog.name,
+                           start, ends[tp])
         self._complete_caught_up()
 
     def _complete_caught_up(self) -> None:
         for tp, changelog in list(self._changelogs.items()):
+            if changelog.standby:
+                continue
             if changelog.next_offset is not None and changelog.next_offset >= changelog.end:
                 changelog.store.flush()
                 del self._changelogs[tp]
+                if changelog.announced:
+                    self._tell(self.restore_listener, "on_restore_end", tp, changelog.name,
+                               changelog.total)
                 parts = self._pending.get(changelog.task_id)
                 if parts is not None:
                     parts.discard(tp)
@@ -195,6 +245,7 @@ class StateUpdater:
                 await asyncio.wait_for(self._wakeup.wait(), 0.1)
             return
         started = time.monotonic()
+        self._pause_standbys_while_restoring()
         fetching = {tp: c for tp, c in self._changelogs.items() if c.sought}
         batch = await self._consumer.getmany(timeout_ms=100, max_records=BATCH_RECORDS)
         for tp, records in batch.items():
@@ -205,12 +256,55 @@ class StateUpdater:
             for record in records:
                 restore(record.key, record.value, record.timestamp)
             self.applied += len(records)
+            changelog.total += len(records)
+            if changelog.standby:
+                self._tell(self.standby_listener, "on_batch_loaded", tp, changelog.name,
+                           changelog.task_id, records[-1].offset, len(records),
+                           self._end_of(tp))
+            elif changelog.announced:
+                self._tell(self.restore_listener, "on_batch_restored", tp, changelog.name,
+                           records[-1].offset, len(records))
         for tp in self._assigned:
             changelog = self._changelogs.get(tp)
             position = fetch_position(self._consumer, tp)
             if changelog is not None and changelog is fetching.get(tp) and position is not None:
                 changelog.next_offset = position
+                if changelog.standby:  # what a checkpoint of the standby will say
+                    changelog.state.restored[(tp.topic, tp.partition)] = position
         self._complete_caught_up()
         if batch:
             log.debug("restored a batch of %d records in %.3fs",
                       sum(len(r) for r in batch.values()), time.monotonic() - started)
+
+    def _pause_standbys_while_restoring(self) -> None:
+        assert self._consumer is not None
+        standbys = [tp for tp in self._assigned if self._changelogs[tp].standby]
+        if not standbys:
+            return
+        if self._pending:
+            self._consumer.pause(*standbys)
+        else:
+            self._consumer.resume(*standbys)
+
+    def _end_of(self, tp: TopicPartition) -> int | None:
+        """The changelog's end as the last fetch saw it (for the standby listener)."""
+        consumer = self._consumer
+        if consumer is None:
+            return None
+        try:
+            return consumer.last_stable_offset(tp) if self.eos else consumer.highwater(tp)
+        except Exception:  # not assigned (any more)
+            return None
+
+    @staticmethod
+    def _tell(listener: Any, method: str, *args: Any) -> None:
+        """Call a user's listener; its failure is logged, never the restoration's."""
+        if listener is None:
+            return
+        callback = getattr(listener, method, None)
+        if callback is None:
+            return
+        try:
+            callback(*args)
+        except Exception:
+            log.exception("the state listener's %s failed", method)

@@ -1,9 +1,15 @@
-"""The active tasks of one client generation (Kafka's TaskManager).
+"""The active and standby tasks of one client generation (Kafka's TaskManager).
 
 A task is created with the generation's record collector and lives no longer than that
 generation: when the generation ends, every task it still has is closed. So a task can never
 send into a producer that nothing flushes any more, while a newer producer commits its input
 offsets.
+
+A standby task (``num.standby.replicas``) has the stores of an active task on another instance
+and nothing else: the state updater keeps them following the changelogs, and it never
+processes a record. Its stores only ever hold changelog records up to the position the updater
+reached, so closing one always writes a checkpoint; a promotion (or a later assignment of the
+task here) then restores only what the changelog gained since.
 """
 
 from __future__ import annotations
@@ -41,6 +47,7 @@ class TaskManager:
         self.restoring: set[TaskId] = set()
         self.committed: dict[tuple[str, int], int] = {}
         self.idle_since: dict[TaskId, float] = {}
+        self.standbys: dict[TaskId, StreamTask] = {}
 
     def running(self) -> Iterator[tuple[TaskId, StreamTask]]:
         """The tasks that are restored (and so may process and commit)."""
@@ -62,6 +69,32 @@ class TaskManager:
         if state.stores:
             self.restoring.add(task_id)
             self.updater.add(task_id, state)
+
+    def create_standby(self, task_id: TaskId) -> None:
+        """Start a standby of ``task_id`` (a task without logged stores needs none)."""
+        sub = self.layout.sub_topologies[task_id.subtopology]
+        task = StreamTask(task_id, self.topology, sub, self.task_config, self.collector,
+                          self.wall_clock, self.global_stores)
+        state = prepare_task(task, self.topology)
+        if not state.stores:
+            task.close()
+            return
+        self.standbys[task_id] = task
+        self.updater.add(task_id, state, standby=True)
+
+    def close_standby(self, task_id: TaskId, reason: str = "MIGRATED") -> None:
+        """Stop following the changelogs; checkpoint where the stores stand."""
+        task = self.standbys.pop(task_id)
+        offsets = self.updater.standby_offsets(task_id)
+        self.updater.remove(task_id, reason)
+        try:
+            task.flush()
+            write_checkpoint(task.task_dir, offsets)
+        finally:
+            try:
+                task.close()
+            except Exception:
+                log.exception("closing standby task %s failed", task_id)
 
     def mark_restored(self) -> list[TaskId]:
         """Move the tasks the updater finished to running; returns them."""
@@ -103,8 +136,11 @@ class TaskManager:
             log.exception("closing task %s failed", task_id)
 
     def close_all(self, clean: bool) -> int:
-        """Close every task; returns how many there were."""
+        """Close every task (standbys always with a checkpoint: see the module docstring);
+        returns how many active tasks there were."""
         count = len(self.tasks)
         for task_id in list(self.tasks):
             self.close(task_id, clean)
+        for task_id in list(self.standbys):
+            self.close_standby(task_id)
         return count

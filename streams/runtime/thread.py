@@ -182,7 +182,8 @@ class StreamThread:
         collector = RecordCollector(producer, dict(layout.partitions),
                                     begin_txn if self.eos else None)
         assignor = StreamsPartitionAssignor(layout, self._member_info,
-                                            self.app._on_assignment_info)
+                                            self.app._on_assignment_info,
+                                            self.config.num_standby_replicas)
         consumer = AIOKafkaConsumer(
             **self.config.client_kwargs("main.consumer"), group_id=self.app_id,
             enable_auto_commit=False,
@@ -196,7 +197,8 @@ class StreamThread:
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             max_poll_interval_ms=self.config.max_poll_interval_ms,
             metadata_max_age_ms=self.config.metadata_max_age_ms)
-        updater = StateUpdater(self.config.client_kwargs("restore.consumer"), self.eos)
+        updater = StateUpdater(self.config.client_kwargs("restore.consumer"), self.eos,
+                               self.app.restore_listener, self.app.standby_listener)
         tasks = TaskManager(self.topology, layout, self.task_config, collector, updater,
                             self.globals.stores if self.globals else None, wall_clock_ms)
         committer = Committer(self.app_id, self.eos, tasks, consumer, producer, collector,
@@ -205,7 +207,7 @@ class StreamThread:
         holder.append(committer)
         self.stats.instrument(committer)
         return ClientGeneration(self.generations, consumer, producer, collector, tasks,
-                                committer, updater)
+                                committer, updater, assignor)
 
     async def _run_generation(self, stop: asyncio.Event) -> None:
         gen = self.gen = self._new_generation()
@@ -523,10 +525,16 @@ class StreamThread:
             if tasks.tasks and _left_the_group(previous, current):
                 await self._drop_lost_tasks(gen, previous, current)
             wanted = {TaskId(self.layout.topic_to_sub[tp.topic], tp.partition) for tp in assigned}
+            standby = set(gen.assignor.assigned.standby) - wanted if gen.assignor else set()
             for task_id in [t for t in tasks.tasks if t not in wanted]:
                 tasks.close(task_id, clean=True)
+            for task_id in [t for t in tasks.standbys if t not in standby]:
+                # before the active is created: it restores from the standby's checkpoint
+                tasks.close_standby(task_id, "PROMOTED" if task_id in wanted else "MIGRATED")
             for task_id in sorted(wanted - set(tasks.tasks)):
                 tasks.create(task_id)
+            for task_id in sorted(standby - set(tasks.standbys)):
+                tasks.create_standby(task_id)
             try:
                 await self._seek_to_start_positions(gen, assigned)
             except Exception as exc:

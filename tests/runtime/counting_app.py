@@ -2,8 +2,9 @@
 
 Usage: python counting_app.py BOOTSTRAP GUARANTEE STATE_DIR [CACHE_MAX_BYTES]
 (the environment variable COUNTING_APP_CONFIG may hold a JSON object of further settings)
-Counts records per key from ``crash-input`` into ``crash-counts``; prints state changes; stops
-cleanly on SIGTERM. The record cache is off unless CACHE_MAX_BYTES is given, so that every
+Counts records per key from ``crash-input`` into ``crash-counts``; prints state changes and the
+restore and standby listeners' calls (``RESTORE {json}``, ``STANDBY {json}``); stops cleanly on
+SIGTERM. The record cache is off unless CACHE_MAX_BYTES is given, so that every
 count appears in the output and the crash test can check the exact sequence 1, 2, ..., n.
 """
 
@@ -18,6 +19,36 @@ import threading
 import time
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
+
+
+class PrintingListener:
+    """Kafka's StateRestoreListener and StandbyUpdateListener, printing each call as JSON."""
+
+    def __init__(self, prefix: str) -> None:
+        self.prefix = prefix
+
+    def _print(self, event: str, tp, store: str, **values) -> None:
+        print(self.prefix, json.dumps({"event": event, "topic": tp.topic,
+                                       "partition": tp.partition, "store": store, **values}),
+              flush=True)
+
+    def on_restore_start(self, tp, store, start_offset, end_offset) -> None:
+        self._print("restore_start", tp, store, start=start_offset, end=end_offset)
+
+    def on_restore_end(self, tp, store, total_restored) -> None:
+        self._print("restore_end", tp, store, total=total_restored)
+
+    def on_update_start(self, tp, store, starting_offset) -> None:
+        self._print("update_start", tp, store, start=starting_offset)
+
+    def on_batch_loaded(self, tp, store, task_id, batch_end_offset, batch_size,
+                        current_end_offset) -> None:
+        self._print("batch_loaded", tp, store, task=str(task_id), batch_end=batch_end_offset,
+                    size=batch_size, end=current_end_offset)
+
+    def on_update_suspended(self, tp, store, store_offset, current_end_offset, reason) -> None:
+        self._print("update_suspended", tp, store, offset=store_offset,
+                    end=current_end_offset, reason=reason)
 
 
 def main() -> None:
@@ -41,6 +72,8 @@ def main() -> None:
     })
     stopped = threading.Event()
     streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
+    streams.set_global_state_restore_listener(PrintingListener("RESTORE"))
+    streams.set_standby_update_listener(PrintingListener("STANDBY"))
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     streams.start()
     stopped.wait()

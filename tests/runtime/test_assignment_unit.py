@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from streams.processor.api import TaskId
-from streams.runtime.assignor import MemberInfo, balance
+from streams.runtime.assignor import AssignmentInfo, MemberInfo, balance, place_standbys
 from streams.runtime.config import StreamsConfig
 from streams.runtime.topics import CopartitionError, plan_layout
 
@@ -22,6 +22,33 @@ def test_balance_is_sticky_state_aware_and_even() -> None:
     plan = balance(tasks, infos, stateful={1})
     assert sorted(plan["a"]) == [T(0, 0), T(0, 2), T(1, 0), T(1, 1)]
     assert sorted(plan["b"]) == [T(0, 1), T(0, 3), T(1, 2), T(1, 3)]  # cap 2: 1_2 moves to b
+
+
+def test_standbys_go_to_other_processes_warm_ones_first() -> None:
+    tasks = [T(1, p) for p in range(4)]
+    infos = {"a": MemberInfo("pa"), "b": MemberInfo("pb", state={T(1, 0)}),
+             "c": MemberInfo("pc"), "a2": MemberInfo("pa")}  # a2: a second thread of pa
+    plan = {"a": [T(1, 0), T(1, 1)], "b": [T(1, 2)], "c": [T(1, 3)], "a2": []}
+    standbys = place_standbys(tasks, plan, infos, replicas=1)
+    owner = {t: m for m, ts in plan.items() for t in ts}
+    for member, ts in standbys.items():
+        for task in ts:
+            assert infos[member].process_id != infos[owner[task]].process_id
+    assert sorted(t for ts in standbys.values() for t in ts) == tasks  # one standby each
+    assert T(1, 0) in standbys["b"]  # b has 1_0's state on disk
+    two = place_standbys(tasks, plan, infos, replicas=2)
+    for task in tasks:  # two standbys, in two processes, neither the active's
+        holders = [m for m, ts in two.items() if task in ts]
+        processes = {infos[m].process_id for m in holders}
+        assert len(holders) == 2 and len(processes) == 2
+        assert infos[owner[task]].process_id not in processes
+    assert place_standbys(tasks, {"a": tasks}, {"a": MemberInfo("pa")}, 1) == {"a": []}
+
+
+def test_assignment_info_carries_the_standbys() -> None:
+    info = AssignmentInfo([T(0, 1)], {"h:1": [T(0, 1)]}, {"h:2": [T(0, 0)]}, {"t": 2},
+                          standby=[T(0, 0)])
+    assert AssignmentInfo.decode(info.encode()) == info
 
 
 def test_member_info_round_trip() -> None:
@@ -54,8 +81,10 @@ def test_config_defaults_and_validation() -> None:
     set_eos = StreamsConfig.from_mapping({"application_id": "a", "commit.interval.ms": "500",
                                           "processing.guarantee": "exactly_once_v2"})
     assert set_eos.effective_commit_interval_ms == 500
-    with pytest.raises(ValueError, match="standby replicas are not supported"):
-        StreamsConfig.from_mapping({"application.id": "a", "num.standby.replicas": 1})
+    assert StreamsConfig.from_mapping({"application.id": "a",
+                                       "num.standby.replicas": 2}).num_standby_replicas == 2
+    with pytest.raises(ValueError, match="num.standby.replicas"):
+        StreamsConfig.from_mapping({"application.id": "a", "num.standby.replicas": -1})
     with pytest.raises(ValueError, match="exactly_once_v2"):
         StreamsConfig.from_mapping({"application.id": "a", "processing.guarantee": "exactly_once"})
     with pytest.raises(ValueError, match="did you mean 'commit.interval.ms'"):
