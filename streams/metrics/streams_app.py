@@ -50,10 +50,18 @@ class ThreadStats:
         committer.commit = timed_commit
 
 
-def register_streams_metrics(registry: MetricsRegistry, thread: Any, thread_id: str) -> None:
+STATES = ("CREATED", "REBALANCING", "RUNNING", "PENDING_SHUTDOWN", "NOT_RUNNING",
+          "PENDING_ERROR", "ERROR")
+
+
+def register_streams_metrics(registry: MetricsRegistry, thread: Any, thread_id: str,
+                             state: Any = None) -> None:
     """Thread metrics read from ``thread`` (a StreamThread), plus collectors for the tasks,
-    their stores and the consumer's lag."""
+    their stores and the consumer's lag; with ``state`` (() -> KafkaStreams' state name), the
+    client's state as ``stream-metrics`` ``state{state=...}`` = 1 for the current one."""
     stats: ThreadStats = thread.stats
+    if state is not None:
+        registry.add_collector(lambda: _client_samples(state(), thread.app_id))
     tags = {"thread-id": thread_id}
 
     def reg(kind: str, name: str, read: Any, description: str) -> None:
@@ -77,6 +85,13 @@ def register_streams_metrics(registry: MetricsRegistry, thread: Any, thread_id: 
     registry.add_collector(lambda: _consumer_samples(thread, f"{thread_id}-consumer"))
     if registry.should_record(RecordingLevel.DEBUG):
         registry.add_collector(lambda: _store_samples(thread, thread_id))
+
+
+def _client_samples(current: str, app_id: str) -> Iterator[Sample]:
+    for each in STATES:
+        yield Sample(DOMAIN, "stream-metrics", "state", GAUGE,
+                     {"application-id": app_id, "state": each}, 1 if each == current else 0,
+                     "1 for the instance's current KafkaStreams state")
 
 
 def _task_samples(thread: Any, thread_id: str) -> Iterator[Sample]:

@@ -68,6 +68,9 @@ def test_streams_app_metrics_match_what_it_processed(broker, tmp_path) -> None:
         assert lag_max == 0
         status, body = health(url)
         assert status == 200 and body["state"] == "RUNNING"
+        state = "kafka_streams_stream_metrics_state"
+        assert value(m, state, state="RUNNING", application_id="metered") == 1
+        assert value(m, state, state="REBALANCING", application_id="metered") == 0
         # KafkaStreams.metrics(): the same values keyed like Kafka's MetricName
         values = streams.metrics()
         assert values[MetricName.of("stream-thread-metrics", "process-total",
