@@ -71,6 +71,18 @@ class _Checker:
         if r is False:
             self.fail("SCHEMA_REMOVED", path, f"The reader at '#{path}' accepts nothing")
             return
+        w_branches = w.get("oneOf") or w.get("anyOf")
+        if w_branches:  # every document of every writer branch must pass the reader
+            for i, branch in enumerate(w_branches):
+                self.check(r, branch, f"{path}/oneOf/{i}")
+            return
+        r_branches = r.get("oneOf") or r.get("anyOf")
+        if r_branches:
+            if not any(self._accepts(b, w, path) for b in r_branches):
+                self.fail("COMBINED_TYPE_SUBSCHEMAS_CHANGED", path,
+                          f"No alternative of the reader at '#{path}' accepts the writer's "
+                          f"{sorted(_types(w) or ['any'])}")
+            return
         rt, wt = _types(r), _types(w)
         if rt is not None:
             widened = set(rt) | ({"integer"} if "number" in rt else set())
@@ -111,6 +123,14 @@ class _Checker:
                 self.check(ri, wi, f"{path}/items")
         if rt is None or "object" in rt or "properties" in r or "properties" in w:
             self._object(r, w, path)
+
+    def _accepts(self, r: Any, w: Any, path: str) -> bool:
+        saved, seen = self.errors, set(self.seen)
+        self.errors = []
+        self.check(r, w, path)
+        ok = not self.errors
+        self.errors, self.seen = saved, seen
+        return ok
 
     def _object(self, r: dict[str, Any], w: dict[str, Any], path: str) -> None:
         rprops, wprops = r.get("properties", {}), w.get("properties", {})

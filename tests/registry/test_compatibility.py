@@ -60,6 +60,15 @@ CASES = [
     ("JSON", json.dumps(JSON_OPEN_2),
      json.dumps({**JSON_OPEN_2, "properties": {"name": {"type": "string"},
                                                "age": {"type": "number"}}}), {B, BT, N}, "age"),
+    # An optional property (oneOf null/T, as JsonSchemaConverter writes it) changing type.
+    ("JSON", json.dumps({"type": "object", "additionalProperties": False, "properties": {
+        "tally": {"oneOf": [{"type": "null"}, {"type": "integer"}]}}}),
+     json.dumps({"type": "object", "additionalProperties": False, "properties": {
+         "tally": {"oneOf": [{"type": "null"}, {"type": "number"}]}}}), {B, BT, N}, "tally"),
+    ("JSON", json.dumps({"type": "object", "additionalProperties": False, "properties": {
+        "tally": {"oneOf": [{"type": "null"}, {"type": "integer"}]}}}),
+     json.dumps({"type": "object", "additionalProperties": False, "properties": {
+         "tally": {"oneOf": [{"type": "null"}, {"type": "string"}]}}}), {N}, "tally"),
     # Protobuf: adding and removing fields is wire-compatible.
     ("PROTOBUF", PROTO_1, PROTO_2, set(LEVELS), None),
     ("PROTOBUF", PROTO_2, PROTO_2_LONG, set(LEVELS), None),  # both varint
