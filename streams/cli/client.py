@@ -185,8 +185,10 @@ async def _stoppable(main: Callable[[], Awaitable[int | None]]) -> int | None:
 
 def run_command(prog: str, main: Callable[[], Awaitable[int | None]]) -> int:
     """Run one command's coroutine; map every failure to one stderr line and an exit code."""
-    # aiokafka logs connection errors at ERROR level; the command reports them itself.
-    logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
+    # aiokafka logs connection errors at ERROR level; the command reports them itself
+    # (--log-level DEBUG shows them).
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         return int(asyncio.run(_stoppable(main)) or 0)
     except asyncio.CancelledError:  # SIGTERM
