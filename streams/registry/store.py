@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -170,7 +171,7 @@ class SchemaStore:
         ``build`` may raise a RegistryError (nothing is written); it may run more than once.
         """
         async with self._write_lock:
-            for _attempt in range(20):
+            for attempt in range(20):
                 producer = await self._writer()
                 await self.sync()
                 records, result = build(self.state)
@@ -188,6 +189,9 @@ class SchemaStore:
                     with contextlib.suppress(Exception):
                         await producer.stop()
                     self._producer = None
+                    # Two registries fencing each other in turn could livelock: back off a
+                    # random, growing while before taking the epoch back.
+                    await asyncio.sleep(random.uniform(0, 0.01 * (attempt + 1)))
                     continue
                 await self.sync()
                 return result
