@@ -65,7 +65,8 @@ async def describe_user_scram_credentials(broker: Broker, ctx: RequestContext, r
                                 "credential_infos": []})
             else:
                 results.append(_described(user, store[user]))
-    return {"throttle_time": 0, "error_code": 0, "error_message": None, "results": results}
+    # Kafka answers an empty (not null) top-level message on success.
+    return {"throttle_time": 0, "error_code": 0, "error_message": "", "results": results}
 
 
 def _described(user: str, infos: list[tuple[str, int]]) -> dict[str, Any]:
@@ -106,7 +107,7 @@ async def alter_user_scram_credentials(broker: Broker, ctx: RequestContext, requ
         if item.name not in errors and int(item.mechanism) in BY_CODE and \
                 store.get(item.name, BY_CODE[int(item.mechanism)]) is None:
             errors[item.name] = (RESOURCE_NOT_FOUND, "Attempt to delete a user credential "
-                                 f"that does not exist: {item.name}")
+                                 "that does not exist")
     changed = False
     for item in request.deletions:
         if item.name not in errors:

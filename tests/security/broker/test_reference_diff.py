@@ -137,6 +137,13 @@ def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
         created = admin.send(19, 7, {"topics": [{"name": topic, "num_partitions": 1,
                                                  "replication_factor": 1}], "timeout": 10000})
         assert created is not None and created["topics"][0]["error_code"] == "none", created
+        note("describe unknown scram user", admin.send(50, 0, {"users": [{"name": "nobody"}]}))
+        note("scram with too few iterations", admin.send(51, 0, {"deletions": [], "upsertions": [
+            {"name": f"u-{suffix}", "mechanism": 1, "iterations": 100, "salt": b"salt",
+             "salted_password": b"x" * 32}]}))
+        note("delete missing scram credential", admin.send(51, 0, {"upsertions": [],
+                                                                   "deletions": [
+            {"name": f"u-{suffix}", "mechanism": 2}]}))
         note("invalid acl", [r["error_code"] for r in admin.send(30, 3, {"creations": [
             {"resource_type": 4, "resource_name": "not-the-cluster",
              "resource_pattern_type": 3, "principal": f"User:{ALICE}", "host": "*",
