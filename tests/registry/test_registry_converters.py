@@ -184,3 +184,29 @@ def test_protobuf_well_known_types(registry) -> None:
     assert got.value.get("at") == dt.datetime(2023, 11, 14, 22, 13, 20, 250000, tzinfo=dt.UTC)
     assert got.value.get("done") is None
     assert got.schema.field("at").schema.name == Timestamp.LOGICAL_NAME
+
+
+def test_from_registry_decoders_for_json_schema_and_protobuf(registry) -> None:
+    """What ``from_registry`` runs per value and the column type it declares, for JSON Schema
+    and Protobuf subjects (the Avro path runs in Spark in tests/spark)."""
+    from confluent_kafka.schema_registry.json_schema import JSONSerializer
+
+    from connect.spark.registry import decoder_for
+
+    client = SchemaRegistryClient({"url": registry.url})
+    point = {"type": "object", "title": "Point", "additionalProperties": False,
+             "properties": {"x": {"type": "integer"}, "label": {"type": "string"}},
+             "required": ["x"]}
+    data = JSONSerializer(json.dumps(point), client)({"x": 3, "label": "a"}, ctx("points"))
+    decode, data_type = decoder_for(registry.url, subject="points-value")
+    assert data_type.simpleString() == "struct<x:bigint,label:string>"
+    assert decode(data) == {"x": 3, "label": "a"}
+
+    classes = message_classes('syntax = "proto3"; package geo; message Place {'
+                              ' string name = 1; repeated int32 codes = 2; }', "geo/place.proto")
+    place = classes["geo.Place"](name="oslo", codes=[1, 2])
+    raw = ProtobufSerializer(classes["geo.Place"], client, {"use.deprecated.format": False})(
+        place, ctx("places"))
+    decode, data_type = decoder_for(registry.url, subject="places-value")
+    assert data_type.simpleString() == "struct<name:string,codes:array<int>>"
+    assert decode(raw) == {"name": "oslo", "codes": [1, 2]}
