@@ -52,6 +52,37 @@ class App:
         return "STATE RUNNING" in self.output()
 
 
+class CountingInput:
+    """Random keys into ``crash-input`` in chunks, remembering how many each key got; the
+    counting app's output is complete once every key's count reached that number."""
+
+    def __init__(self, bootstrap: str, seed: int, chunk: int) -> None:
+        self.bootstrap = bootstrap
+        self.rng = random.Random(seed)
+        self.chunk = chunk
+        self.expected: dict[str, int] = defaultdict(int)
+        self.sent = 0
+
+    def produce_chunk(self) -> None:
+        records = []
+        for _ in range(self.chunk):
+            key = KEYS[self.rng.randrange(len(KEYS))]
+            self.expected[key] += 1
+            records.append((key.encode(), b"x", RECENT_TS + self.sent))
+            self.sent += 1
+        produce(self.bootstrap, "crash-input", records)
+
+    def caught_up(self, records) -> bool:
+        got = counts_by_key(records)
+        return all(got.get(k) and max(got[k]) >= n for k, n in self.expected.items())
+
+    def wrong_sequences(self, records) -> dict[str, tuple[list[int], int]]:
+        """Keys whose counts are not exactly 1, 2, ..., n (a duplicate or a gap)."""
+        got = counts_by_key(records)
+        return {key: (got.get(key, [])[-10:], n) for key, n in self.expected.items()
+                if got.get(key) != list(range(1, n + 1))}
+
+
 def counts_by_key(records) -> dict[str, list[int]]:
     result: dict[str, list[int]] = defaultdict(list)
     for r in records:

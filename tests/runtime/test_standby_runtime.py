@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 import signal
-from collections import defaultdict
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from helpers import RECENT_TS, wait_until
+from helpers import wait_until
 
-from .kafka_io import create_topics, produce, read_all
-from .test_crash_runtime import KEYS, App, counts_by_key
+from .kafka_io import create_topics, read_all
+from .test_crash_runtime import App, CountingInput
 
 CHANGELOG = "crash-app-crash-store-changelog"
 CHUNK = 1500
@@ -42,24 +40,9 @@ def changelog_ends(bootstrap: str) -> dict[int, int]:
 
 
 def test_a_standby_is_promoted_and_restores_only_the_tail(broker, tmp_path) -> None:
-    rng = random.Random(3)
     create_topics(broker.bootstrap, {"crash-input": 2})
-    expected: dict[str, int] = defaultdict(int)
-    sent = 0
-
-    def produce_chunk() -> None:
-        nonlocal sent
-        records = []
-        for _ in range(CHUNK):
-            key = KEYS[rng.randrange(len(KEYS))]
-            expected[key] += 1
-            records.append((key.encode(), b"x", RECENT_TS + sent))
-            sent += 1
-        produce(broker.bootstrap, "crash-input", records)
-
-    def caught_up(records) -> bool:
-        got = counts_by_key(records)
-        return all(got.get(k) and max(got[k]) >= n for k, n in expected.items())
+    counting = CountingInput(broker.bootstrap, seed=3, chunk=CHUNK)
+    produce_chunk, caught_up = counting.produce_chunk, counting.caught_up
 
     config = {"num.standby.replicas": 1}
     apps = [App(broker.bootstrap, "exactly_once_v2", tmp_path / f"state-{i}",
@@ -110,7 +93,5 @@ def test_a_standby_is_promoted_and_restores_only_the_tail(broker, tmp_path) -> N
     # CHUNK / 2 records for this partition).
     assert all(e["end"] - e["start"] < 50 and e["start"] >= ends[promoted] - 2
                for e in restores), restores
-    got = counts_by_key(records)
-    wrong = {key: (got[key][-10:], n) for key, n in expected.items()
-             if got[key] != list(range(1, n + 1))}
+    wrong = counting.wrong_sequences(records)
     assert not wrong, f"duplicates or gaps (last counts, expected n): {wrong}"

@@ -11,13 +11,12 @@ from __future__ import annotations
 import random
 import signal
 import time
-from collections import defaultdict
 
 import pytest
-from helpers import RECENT_TS, wait_until
+from helpers import wait_until
 
-from .kafka_io import create_topics, produce, read_all
-from .test_crash_runtime import KEYS, App, counts_by_key
+from .kafka_io import create_topics, read_all
+from .test_crash_runtime import App, CountingInput
 
 CYCLES = 5
 PAUSE_SECONDS = 9.0  # past the apps' 6 s session timeout: the fault itself, not a wait
@@ -26,24 +25,10 @@ CHUNK = 300
 
 @pytest.mark.on_kafka
 def test_paused_instances_commit_nothing_stale(broker, tmp_path) -> None:
-    rng = random.Random(11)
+    rng = random.Random(11)  # the moments of the pauses
     create_topics(broker.bootstrap, {"crash-input": 4})
-    expected: dict[str, int] = defaultdict(int)
-    sent = 0
-
-    def produce_chunk() -> None:
-        nonlocal sent
-        records = []
-        for _ in range(CHUNK):
-            key = KEYS[rng.randrange(len(KEYS))]
-            expected[key] += 1
-            records.append((key.encode(), b"x", RECENT_TS + sent))
-            sent += 1
-        produce(broker.bootstrap, "crash-input", records)
-
-    def caught_up(records) -> bool:
-        got = counts_by_key(records)
-        return all(got.get(k) and max(got[k]) >= n for k, n in expected.items())
+    counting = CountingInput(broker.bootstrap, seed=11, chunk=CHUNK)
+    produce_chunk, caught_up = counting.produce_chunk, counting.caught_up
 
     apps = [App(broker.bootstrap, "exactly_once_v2", tmp_path / f"state-{i}",
                 tmp_path / f"app-{i}.log") for i in range(2)]
@@ -69,10 +54,7 @@ def test_paused_instances_commit_nothing_stale(broker, tmp_path) -> None:
             app.proc.send_signal(signal.SIGTERM)
         for app in apps:
             app.proc.wait(60)
-    got = counts_by_key(records)
-    assert set(got) == set(expected)
-    wrong = {key: (got[key][-10:], n) for key, n in expected.items()
-             if got[key] != list(range(1, n + 1))}
+    wrong = counting.wrong_sequences(records)
     assert not wrong, f"duplicates or gaps (last counts, expected n): {wrong}"
     for app in apps:
         assert "CLOSED" in app.output(), app.output()[-3000:]
