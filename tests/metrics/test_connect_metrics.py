@@ -63,3 +63,34 @@ def test_connect_worker_metrics_match_the_lines_moved(broker, tmp_path) -> None:
         assert status == 200 and body["tasks"] == 2
     finally:
         worker.stop()
+
+
+def test_connect_error_metrics_count_dead_letters(broker, tmp_path) -> None:
+    from worker_helpers import produce
+
+    values = [b'{"n": 1}', b"not json", b'{"n": 2}', b'"a string"', b'{"n": 3}']
+    produce(broker.bootstrap, "input", values)
+    out = tmp_path / "out.txt"
+    worker = standalone(tmp_path, broker.bootstrap, **{
+        "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable": "false"})
+    try:
+        worker.put_connector({
+            "name": "snk", "connector.class": "FileStreamSink", "file": str(out),
+            "topics": "input", "transforms": "extract",
+            "transforms.extract.type": "ExtractField$Value", "transforms.extract.field": "n",
+            "errors.tolerance": "all", "errors.deadletterqueue.topic.name": "dlq",
+            "errors.deadletterqueue.topic.replication.factor": "1"})
+        wait_until(lambda: out.exists() and len(out.read_text().splitlines()) == 3, 60,
+                   message="the good records in the file")
+        m = scrape(worker.url)
+        task = {"connector": "snk", "task": 0}
+        errors = "kafka_connect_task_error_metrics_"
+        assert value(m, SINK + "sink_record_read_total", **task) == 5
+        assert value(m, SINK + "sink_record_send_total", **task) == 3
+        assert value(m, errors + "total_record_errors_total", **task) == 2
+        assert value(m, errors + "total_records_skipped_total", **task) == 2
+        assert value(m, errors + "deadletterqueue_produce_requests_total", **task) == 2
+        assert value(m, errors + "deadletterqueue_produce_failures_total", **task) == 0
+    finally:
+        worker.stop()
