@@ -47,7 +47,15 @@ def _refusal(broker: Broker, ctx: RequestContext, operation: int) -> dict[str, A
     return None
 
 
+class UnknownElements(ValueError):
+    """Kafka refuses to parse ACL requests with UNKNOWN (0) codes and closes the connection
+    (DescribeAclsRequest/DeleteAclsRequest/CreateAclsRequest.validate)."""
+
+
 def _filter(entry: Any) -> AclFilter:
+    if 0 in (int(entry.resource_type_filter), int(getattr(entry, "pattern_type_filter", 3)),
+             int(entry.operation), int(entry.permission_type)):
+        raise UnknownElements("ACL filter contains UNKNOWN elements")
     return AclFilter(int(entry.resource_type_filter), entry.resource_name_filter,
                      int(getattr(entry, "pattern_type_filter", 3)), entry.principal_filter,
                      entry.host_filter, int(entry.operation), int(entry.permission_type))
@@ -76,7 +84,7 @@ async def describe_acls(broker: Broker, ctx: RequestContext, request: Any) -> di
             grouped.setdefault(key, []).append(_acl_fields(acl))
     resources = [{"resource_type": rtype, "resource_name": name, "pattern_type": pattern,
                   "acls": acls} for (rtype, name, pattern), acls in grouped.items()]
-    return {"throttle_time": 0, "error_code": 0, "error_message": None,
+    return {"throttle_time": 0, "error_code": 0, "error_message": "",  # Kafka's, not null
             "resources": resources}
 
 
@@ -87,6 +95,10 @@ async def create_acls(broker: Broker, ctx: RequestContext, request: Any) -> dict
         return {"throttle_time": 0, "results": [refusal for _ in request.creations]}
     assert broker.security.authorizer is not None
     results, valid = [], []
+    for entry in request.creations:
+        if 0 in (int(entry.resource_type), int(getattr(entry, "resource_pattern_type", 3)),
+                 int(entry.operation), int(entry.permission_type)):
+            raise UnknownElements("CreatableAcls contain UNKNOWN elements")
     for entry in request.creations:
         acl = AclBinding(int(entry.resource_type), entry.resource_name,
                          int(getattr(entry, "resource_pattern_type", 3)), entry.principal,

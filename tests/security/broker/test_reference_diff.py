@@ -191,6 +191,14 @@ def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
              "principal": f"User:{ALICE}", "host": "*", "operation": 3,
              "permission_type": 3}]})
         assert granted is not None and granted["results"][0]["error_code"] == "none"
+        note("describe acls (MATCH)", admin.send(29, 3, {
+            "resource_type_filter": 2, "resource_name_filter": topic, "pattern_type_filter": 2,
+            "principal_filter": None, "host_filter": None, "operation": 1,
+            "permission_type": 1}))
+    with _login(address, ADMIN, ADMIN_PW) as admin:
+        admin.send(29, 3, {"resource_type_filter": 0, "pattern_type_filter": 1,
+                           "operation": 1, "permission_type": 1}, expect_response=False)
+        note("UNKNOWN in an ACL filter closes", _closed(admin))
     with _login(address, ALICE, ALICE_PW) as alice:
         metadata = alice.send(3, 12, {"topics": [{"name": topic}],
                                       "allow_auto_topic_creation": False,
@@ -198,6 +206,11 @@ def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
         assert metadata is not None
         note("metadata after READ", [(t["error_code"], t["topic_authorized_operations"])
                                      for t in metadata["topics"]])
+    with _login(address, ADMIN, ADMIN_PW) as admin:
+        note("delete acls", admin.send(31, 3, {"filters": [{
+            "resource_type_filter": 2, "resource_name_filter": topic,
+            "pattern_type_filter": 3, "principal_filter": f"User:{ALICE}",
+            "host_filter": None, "operation": 1, "permission_type": 1}]}))
     return seen
 
 
