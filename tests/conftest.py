@@ -14,7 +14,8 @@ TESTS = Path(__file__).parent
 # The suites that talk to the broker only through Kafka clients: with --kafka=reference their
 # `broker` fixture is Apache Kafka. Every other test that takes `broker` checks our broker
 # itself (its internals, its files, its answers) and keeps it whatever the option says.
-SWITCHED = (TESTS / "runtime", TESTS / "faults", TESTS / "unit" / "test_kafka_internals.py")
+SWITCHED = (TESTS / "runtime", TESTS / "faults", TESTS / "unit" / "test_kafka_internals.py",
+            TESTS / "ops")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

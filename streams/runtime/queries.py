@@ -19,10 +19,10 @@ without ever flushing or writing either. Results are as fresh as the moment each
 
 from __future__ import annotations
 
-import itertools
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from aiokafka import TopicPartition
 
@@ -165,11 +165,40 @@ def _serialize_key(serializer: Serde[Any] | Callable[[Any], bytes], topic: str,
     return data
 
 
+T = TypeVar("T")
+BORROW_RETRIES = 200
+
+
 class InvalidStateStoreError(RuntimeError):
     """The store is not queryable right now (not running, rebalancing, restoring)."""
 
 
+def _borrow_conflict(exc: RuntimeError) -> bool:
+    """rocksdict's objects refuse a call while the stream thread holds them (PyO3's
+    "Already mutably borrowed" / "Already borrowed"): a moment later the read succeeds."""
+    return "borrowed" in str(exc)
+
+
+def _retrying(read: Callable[[], T]) -> T:
+    """Run a read, again while it meets a borrow conflict with the stream thread's writes
+    (a read never changes anything, so running it again is safe)."""
+    for attempt in range(BORROW_RETRIES):
+        try:
+            return read()
+        except RuntimeError as exc:
+            if not _borrow_conflict(exc) or attempt == BORROW_RETRIES - 1:
+                raise
+            time.sleep(min(0.001 * (attempt + 1), 0.02))
+    raise AssertionError("unreachable")
+
+
 class ReadOnlyStoreView:
+    """What ``KafkaStreams.store(name)`` returns: reads over every local task's store.
+
+    Scans (``all``, ``range``, ``fetch`` over a time range...) read one task's store at a time
+    into a list, so a conflict with the stream thread's writes is retried for that store
+    without giving anything twice; single-key reads are retried as they are."""
+
     def __init__(self, name: str, app: KafkaStreams) -> None:
         self.name = name
         self.app = app
@@ -181,41 +210,41 @@ class ReadOnlyStoreView:
                 f"store {self.name!r} is not available: the instance is {self.app.state.value}")
         return [read_only_view(store) for store in stores]
 
+    def _first(self, read: Callable[[Any], Any]) -> Any:
+        for store in self._stores():
+            value = _retrying(lambda store=store: read(store))
+            if value is not None:
+                return value
+        return None
+
+    def _scan(self, read: Callable[[Any], Any]) -> Iterator[Any]:
+        for store in self._stores():
+            yield from _retrying(lambda store=store: list(read(store)))
+
     # key-value stores
     def get(self, key: Any) -> Any:
-        for store in self._stores():
-            value = store.get(key)
-            if value is not None:
-                return value
-        return None
+        return self._first(lambda s: s.get(key))
 
     def get_with_timestamp(self, key: Any) -> Any:
-        for store in self._stores():
-            value = store.get_with_timestamp(key)
-            if value is not None:
-                return value
-        return None
+        return self._first(lambda s: s.get_with_timestamp(key))
 
     def all(self) -> Iterator[tuple[Any, Any]]:
-        return itertools.chain.from_iterable(s.all() for s in self._stores())
+        return self._scan(lambda s: s.all())
 
     def range(self, from_key: Any = None, to_key: Any = None) -> Iterator[tuple[Any, Any]]:
-        return itertools.chain.from_iterable(s.range(from_key, to_key) for s in self._stores())
+        return self._scan(lambda s: s.range(from_key, to_key))
 
     def approximate_num_entries(self) -> int:
-        return sum(s.approximate_num_entries() for s in self._stores())
+        return sum(_retrying(lambda s=s: s.approximate_num_entries()) for s in self._stores())
 
     # window and session stores
     def fetch(self, *args: Any, **kwargs: Any) -> Any:
-        results = [s.fetch(*args, **kwargs) for s in self._stores()]
-        if len(args) + len(kwargs) == 2 and all(not hasattr(r, "__next__") and
-                                                not isinstance(r, list) for r in results):
-            return next((r for r in results if r is not None), None)  # fetch(key, time)
-        return itertools.chain.from_iterable(results)
+        if len(args) + len(kwargs) == 2:  # fetch(key, window_start) -> the value
+            return self._first(lambda s: s.fetch(*args, **kwargs))
+        return self._scan(lambda s: s.fetch(*args, **kwargs))
 
     def fetch_all(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        return itertools.chain.from_iterable(s.fetch_all(*args, **kwargs) for s in self._stores())
+        return self._scan(lambda s: s.fetch_all(*args, **kwargs))
 
     def find_sessions(self, *args: Any, **kwargs: Any) -> Iterator[Any]:
-        return itertools.chain.from_iterable(s.find_sessions(*args, **kwargs)
-                                             for s in self._stores())
+        return self._scan(lambda s: s.find_sessions(*args, **kwargs))
