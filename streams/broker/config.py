@@ -37,6 +37,9 @@ class BrokerConfig(KafkaConfigModel):
     log_retention_ms: int = 7 * 24 * 3600 * 1000
     log_retention_bytes: int = -1
     log_retention_check_interval_ms: int = Field(300_000, ge=10)
+    # Kafka's LogManager runs its first retention pass this long after start, then every
+    # log.retention.check.interval.ms (log.initial.task.delay.ms, default 30 s).
+    log_initial_task_delay_ms: int = Field(30_000, ge=0)
     log_cleaner_backoff_ms: int = Field(15_000, ge=1)
 
     offsets_topic_num_partitions: int = Field(50, ge=1)

@@ -121,10 +121,14 @@ async def run_once(broker: Broker, now_ms: int | None = None) -> None:
 
 
 async def retention_loop(broker: Broker) -> None:
+    """As Kafka's LogManager schedules it: a first pass log.initial.task.delay.ms after start
+    (segments that expired while the broker was down go soon), then every
+    log.retention.check.interval.ms."""
+    await asyncio.sleep(broker.config.log_initial_task_delay_ms / 1000)
     interval = broker.config.log_retention_check_interval_ms / 1000
     while True:
-        await asyncio.sleep(interval)
         retention_pass(broker)
+        await asyncio.sleep(interval)
 
 
 async def cleaner_loop(broker: Broker) -> None:
