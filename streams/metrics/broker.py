@@ -190,10 +190,16 @@ class BrokerMetrics:
         if lag <= 0:
             return 0.0
         try:
-            data = plog.read(max(offset, plog.log_start_offset), 1)
-            if len(data) < _BASE_TIMESTAMP.size + _BASE_TIMESTAMP_AT:
+            # Only the batch header's bytes, not the batch: one small pread per partition.
+            found = plog.locate(max(offset, plog.log_start_offset), 1)
+            if found is None:
                 return 0.0
-            (timestamp,) = _BASE_TIMESTAMP.unpack_from(data, _BASE_TIMESTAMP_AT)
+            segment, start, stop = found
+            end = start + _BASE_TIMESTAMP_AT + _BASE_TIMESTAMP.size
+            if stop < end:
+                return 0.0
+            data = segment.read_range(start + _BASE_TIMESTAMP_AT, end)
+            (timestamp,) = _BASE_TIMESTAMP.unpack(data)
         except Exception as exc:  # a segment deleted under us: no estimate this time
             log.debug("lag_seconds: reading the log failed: %r", exc)
             return 0.0
