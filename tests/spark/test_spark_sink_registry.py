@@ -157,3 +157,31 @@ def test_commit_log_widening_rules(tmp_path: Path) -> None:
     again = CommitLog(tmp_path)
     again.refresh()
     assert again.schema == schema("a", "b") and again.offsets == {("t", 0): 3}
+
+
+def test_widening_a_metastore_table(spark, tmp_path: Path) -> None:
+    """Table mode: a widening adds the columns to the metastore table (ALTER TABLE ADD
+    COLUMNS), so spark.table() shows them, null for the rows written before."""
+    from test_spark_sink import record, start_task
+
+    from connect.api import TopicPartition as TP
+    from connect.data import Schema, SchemaBuilder, Struct
+
+    v1 = SchemaBuilder.struct().name("T").field("n", Schema.INT64_SCHEMA).build()
+    v2 = (SchemaBuilder.struct().name("T").field("n", Schema.INT64_SCHEMA)
+          .field("tag", Schema.OPTIONAL_STRING_SCHEMA).build())
+    task, _ = start_task(tmp_path / "tbl", table="widen_tbl")
+    try:
+        task.open([TP("t", 0)])
+        task.put([record(i, Struct(v1).put("n", i), schema=v1) for i in range(3)])
+        task.flush({})
+        task.put([record(i, Struct(v2).put("n", i).put("tag", f"t{i}"), schema=v2)
+                  for i in range(3, 5)])
+        task.flush({})
+        task.stop()
+        rows = sorted(spark.table("widen_tbl").collect(), key=lambda r: r["n"])
+        assert [(r["n"], r["tag"]) for r in rows] == [
+            (0, None), (1, None), (2, None), (3, "t3"), (4, "t4")]
+        assert dict(spark.table("widen_tbl").dtypes)["tag"] == "string"
+    finally:
+        spark.sql("DROP TABLE IF EXISTS widen_tbl")
