@@ -121,6 +121,13 @@ class BrokerMetrics:
                   description="Partitions hosted by this broker (internal topics included)")
         reg.gauge("kafkacontroller", "globaltopiccount", self._topic_count,
                   domain="kafka.controller", description="Topics in the cluster")
+        # Constant on a single node, exported so alert rules written for Kafka clusters work.
+        reg.gauge("replicamanager", "underreplicatedpartitions", lambda: 0,
+                  description="Always 0: one node, replication factor 1")
+        reg.gauge("kafkacontroller", "activecontrollercount", lambda: 1,
+                  domain="kafka.controller", description="Always 1: this node is the controller")
+        reg.gauge("kafkacontroller", "offlinepartitionscount", lambda: 0,
+                  domain="kafka.controller", description="Always 0 while the broker serves")
         reg.add_collector(self._log_samples)
         reg.add_collector(self._group_samples)
 
