@@ -20,7 +20,6 @@ from .authorizer import AUTHORIZER_CLASSES, AclStore, Authorizer
 from .jaas import JaasError, plain_users
 from .listeners import Listener, ListenerError, parse_listeners
 from .sasl import (
-    ANONYMOUS,
     ILLEGAL_SASL_STATE,
     SASL_AUTHENTICATION_FAILED,
     SUPPORTED_MECHANISMS,
@@ -210,7 +209,7 @@ class BrokerSecurity:
                 name: str) -> bool:
         if self.authorizer is None:
             return True
-        session: Session | None = getattr(ctx, "session", None)
+        session: Session | None = ctx.session
         if session is None:  # the broker's own requests
             return True
         return self.authorizer.authorize(session.principal, session.host, operation,
@@ -218,26 +217,15 @@ class BrokerSecurity:
 
     def authorized_operations(self, ctx: RequestContext, resource_type: int, name: str,
                               supported: tuple[int, ...]) -> int:
-        if self.authorizer is None or getattr(ctx, "session", None) is None:
+        session: Session | None = ctx.session
+        if self.authorizer is None or session is None:
             return sum(1 << op for op in supported)
-        session: Session = ctx.session  # type: ignore[attr-defined]
         return sum(1 << op for op in supported if self.authorizer.authorize(
             session.principal, session.host, op, resource_type, name))
 
     def any_allowed(self, ctx: RequestContext, operation: int, resource_type: int) -> bool:
-        if self.authorizer is None or getattr(ctx, "session", None) is None:
+        session: Session | None = ctx.session
+        if self.authorizer is None or session is None:
             return True
-        session: Session = ctx.session  # type: ignore[attr-defined]
         return self.authorizer.any_allowed(session.principal, session.host, operation,
                                            resource_type)
-
-
-def illegal_state_response() -> dict[str, Any]:
-    """SaslHandshake/SaslAuthenticate on a connection that is already authenticated, or on a
-    listener without SASL (KafkaApis answers ILLEGAL_SASL_STATE)."""
-    return {"error_code": ILLEGAL_SASL_STATE, "mechanisms": [],
-            "error_message": "SaslAuthenticate request received after successful "
-                             "authentication" , "auth_bytes": b""}
-
-
-__all__ = ["ANONYMOUS", "BrokerSecurity", "ListenerError", "Session", "illegal_state_response"]

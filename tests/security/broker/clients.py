@@ -35,9 +35,12 @@ def confluent_roundtrip(bootstrap: str, settings: dict[str, Any], topic: str) ->
                          **settings})
     errors: list[Any] = []
     value = f"confluent-{uuid.uuid4().hex}".encode()
-    producer.produce(topic, value, on_delivery=lambda err, msg: err and errors.append(err))
-    if producer.flush(15) or errors:
-        raise KafkaException(errors[0] if errors else "produce did not finish")
+    try:
+        producer.produce(topic, value, on_delivery=lambda err, msg: err and errors.append(err))
+        if producer.flush(15) or errors:
+            raise KafkaException(errors[0] if errors else "produce did not finish")
+    finally:
+        del producer  # librdkafka's threads stop now, not when a traceback lets go of the frame
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"g-{uuid.uuid4().hex}",
                          "auto.offset.reset": "earliest", **settings})
     try:
