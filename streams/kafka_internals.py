@@ -113,6 +113,29 @@ def request_rejoin(consumer: Any) -> None:
     consumer._coordinator.request_rejoin()  # noqa: SLF001
 
 
+_CONN_ARGS = ("ssl_context", "security_protocol", "sasl_mechanism", "sasl_plain_username",
+              "sasl_plain_password", "sasl_kerberos_service_name", "sasl_kerberos_domain_name")
+
+
+async def connection_failure(kwargs: dict[str, Any], timeout: float = 10.0) -> str | None:
+    """Why the first bootstrap server refuses a client built from ``kwargs`` (a refused SASL
+    login, an untrusted certificate), or None if a connection succeeds. aiokafka only logs that
+    reason and raises "Unable to bootstrap"; this opens one connection the same way to ask."""
+    from aiokafka.conn import create_conn
+
+    servers = kwargs.get("bootstrap_servers") or ""
+    first = (servers if isinstance(servers, str) else servers[0]).split(",")[0].strip()
+    host, _, port = first.rpartition(":")
+    try:
+        conn = await asyncio.wait_for(create_conn(
+            host, int(port), request_timeout_ms=int(timeout * 1000),
+            **{k: kwargs[k] for k in _CONN_ARGS if k in kwargs}), timeout)
+    except (OSError, ValueError, Errors.KafkaError, TimeoutError) as exc:
+        return str(exc) or type(exc).__name__
+    conn.close()
+    return None
+
+
 async def wait_on_metadata(consumer: AIOKafkaConsumer, topic: str) -> set[int]:
     """The partitions of ``topic``, waiting for its metadata (auto-created topics appear late)."""
     return await client_of(consumer)._wait_on_metadata(topic)  # noqa: SLF001

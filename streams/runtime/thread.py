@@ -37,6 +37,7 @@ from ..kafka_internals import (
     FencedByGroupError,
     GroupMetadata,
     check_membership,
+    connection_failure,
     fetch_position,
     fetch_stable_offsets,
     group_metadata,
@@ -125,7 +126,13 @@ class StreamThread:
         self.state_dir.lock()
         try:
             self.admin = AIOKafkaAdminClient(**self.config.client_kwargs("admin"))
-            await self.admin.start()
+            try:
+                await self.admin.start()
+            except KafkaConnectionError as exc:  # say why: a refused login, an untrusted cert
+                reason = await connection_failure(self.config.client_kwargs("admin"))
+                if reason is None:
+                    raise
+                raise KafkaConnectionError(f"{exc}: {reason}") from exc
             self.layout = await ensure_internal_topics(
                 self.admin, self.topology, self.app_id, self.config.replication_factor)
             if self.topology.global_stores:
