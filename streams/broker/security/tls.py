@@ -170,7 +170,7 @@ class PrincipalMapper:
                 self.rules.append(None)
             else:
                 pattern = match.group(2).replace("\\/", "/")
-                replacement = re.sub(r"\$(\d)", r"\\\1", match.group(3).replace("\\/", "/"))
+                replacement = re.sub(r"\$(\d)", r"\\g<\1>", match.group(3).replace("\\/", "/"))
                 try:
                     self.rules.append((re.compile(pattern), replacement, match.group(4)))
                 except re.error as exc:
