@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaConnectionError
 
 from connect.config_def import ConfigException
 from streams.client_config import (
@@ -19,6 +20,7 @@ from streams.client_config import (
     check_security,
     security_kwargs,
 )
+from streams.kafka_internals import connection_failure
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -144,6 +146,19 @@ def admin(target: Target) -> AIOKafkaAdminClient:
     return AIOKafkaAdminClient(**admin_kwargs(target))
 
 
+async def start_admin(client: AIOKafkaAdminClient, target: Target) -> None:
+    """Start an admin client; when it cannot bootstrap, the error says why (a refused SASL
+    login, an untrusted certificate) instead of aiokafka's bare "Unable to bootstrap"."""
+    try:
+        await client.start()
+    except KafkaConnectionError as exc:
+        await client.close()
+        reason = await connection_failure(admin_kwargs(target))
+        if reason is None:
+            raise
+        raise KafkaConnectionError(f"{exc}: {reason}") from exc
+
+
 async def ensure_topic(bootstrap: Target, name: str, partitions: int, replication: int,
                        configs: dict[str, str] | None = None) -> int:
     """Create ``name`` if missing; return its partition count. A replication factor above the
@@ -152,7 +167,7 @@ async def ensure_topic(bootstrap: Target, name: str, partitions: int, replicatio
     from aiokafka.admin import NewTopic
 
     client = admin(bootstrap)
-    await client.start()
+    await start_admin(client, bootstrap)
     try:
         if name not in await client.list_topics():
             cluster = await client.describe_cluster()

@@ -125,7 +125,7 @@ class Herder:
             from connect.runtime import clients
 
             admin = clients.admin(self.config)
-            await admin.start()
+            await clients.start_admin(admin, self.config)
             try:
                 self.cluster_id = (await admin.describe_cluster()).get("cluster_id")
             finally:

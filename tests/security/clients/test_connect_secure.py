@@ -173,3 +173,18 @@ def test_config_providers_resolve_file_env_and_dir(tmp_path: Path,
     assert masked == {"connection.password": "[hidden]", "ssl.key.password": "[hidden]",
                       "producer.override.sasl.jaas.config": "[hidden]",
                       "db.password": "${file:/s.properties:pw}", "topic": "t"}
+
+
+def test_a_worker_with_a_wrong_password_says_why(secure_kafka: SecureKafka,
+                                                 tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    secrets = tmp_path / "secrets.properties"
+    secrets.write_text(f'worker.jaas={SCRAM} required username="worker" password="nope-nope";\n')
+    props, _url = worker_properties(tmp_path, secure_kafka, secrets)
+    result = subprocess.run([sys.executable, "-m", "streams.cli.main", "connect", "distributed",
+                             str(props)], capture_output=True, text=True, timeout=120)
+    assert result.returncode != 0
+    assert "Authentication failed" in result.stderr, result.stderr[-2000:]
+    assert "nope-nope" not in result.stdout + result.stderr
