@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -222,3 +223,42 @@ def test_same_answers_as_apache_kafka(reference: str, ours: str) -> None:
     assert not differences, "\n".join(f"{s}: kafka={t!r} ours={m!r}"
                                       for s, t, m in differences)
 
+
+
+def test_cli_gives_the_same_output_on_both(reference: str, ours: str, tmp_path: Path) -> None:
+    """`streams users` and `streams acls` go through the admin APIs only, so they manage Apache
+    Kafka the same way: the same commands print the same lines on both brokers."""
+    from tests.security.broker.test_cli import streams
+
+    admin_config = tmp_path / "admin.properties"
+    admin_config.write_text(
+        "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="{ADMIN}" password="{ADMIN_PW}";\n')
+    user = f"cli-{uuid.uuid4().hex[:8]}"
+
+    def session(address: str) -> list[str]:
+        common = ["--bootstrap-servers", address, "--command-config", str(admin_config)]
+        steps = [
+            (["users", "scram-set", user, "--mechanism", "SCRAM-SHA-256", "--iterations",
+              "8192", "--password-stdin"], "pw-of-the-user\n"),
+            (["users", "describe", user], None),
+            (["acls", "add", "--allow-principal", f"User:{user}", "--operation", "read",
+              "--operation", "describe", "--topic", f"{user}-", "--resource-pattern-type",
+              "prefixed"], None),
+            (["acls", "list", "--principal", f"User:{user}"], None),
+            (["acls", "remove", "--principal", f"User:{user}"], None),
+            (["users", "delete", user], None),
+            (["users", "describe", user], None),
+        ]
+        out = []
+        for args, stdin in steps:
+            done = streams(*args, *common, stdin=stdin)
+            out.append(f"{done.returncode} {sorted(done.stdout.splitlines())} "
+                       f"{done.stderr.strip()}")
+        return out
+
+    theirs, mine = session(reference), session(ours)
+    assert theirs == mine
+    assert theirs[1].startswith(f"0 ['{user}: SCRAM-SHA-256 iterations=8192']")
+    assert theirs[-1].startswith("1 [] streams users: ") and "does not exist" in theirs[-1]
