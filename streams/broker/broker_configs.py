@@ -14,7 +14,7 @@ from typing import Any
 from .config import BrokerConfig
 
 # DescribeConfigs v3+ ConfigType numbers and ConfigSource numbers (Kafka's DescribeConfigs JSON).
-BOOLEAN, STRING, INT, LONG = 1, 2, 3, 5
+BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
 SOURCE_DYNAMIC_BROKER = 2
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
@@ -73,7 +73,7 @@ BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
                    _advertised, dynamic=True),
     _simple("broker.id", INT, "node_id"),
     _simple("node.id", INT, "node_id"),
-    BrokerProperty("log.dirs", STRING, ("data_dir",), _log_dirs),
+    BrokerProperty("log.dirs", LIST, ("data_dir",), _log_dirs),
     _simple("auto.create.topics.enable", BOOLEAN),
     _simple("num.partitions", INT),
     _simple("default.replication.factor", INT),

@@ -130,7 +130,7 @@ def test_partition_reassignments_on_one_node(broker: Any, kadmin: KafkaAdminClie
 
 BROKER_TYPES = {
     "listeners": "STRING", "advertised.listeners": "STRING", "broker.id": "INT",
-    "node.id": "INT", "log.dirs": "STRING", "num.partitions": "INT",
+    "node.id": "INT", "log.dirs": "LIST", "num.partitions": "INT",
     "auto.create.topics.enable": "BOOLEAN", "log.segment.bytes": "INT",
     "log.retention.ms": "LONG", "log.retention.bytes": "LONG", "message.max.bytes": "INT",
     "offsets.topic.num.partitions": "INT", "group.min.session.timeout.ms": "INT",

@@ -49,6 +49,7 @@ CORRUPT_MESSAGE = 2
 MESSAGE_TOO_LARGE = 10
 KAFKA_STORAGE_ERROR = 56
 INVALID_RECORD = 87
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
 WRITE_TXN_MARKERS = 27
 
 
@@ -170,7 +171,10 @@ def test_client_control_batch_is_refused_and_restart_is_clean(broker) -> None:
         ok = client.produce("ctl", build_batch([Record(b"k", b"v", 1000)]))
         assert ok.error_code == NONE
         marker = build_control_batch(123, 0, commit=True, timestamp=1000)
-        result = client.produce("ctl", marker)
+        # As Kafka: a transactional batch (a marker is one) without a transactional id fails
+        # the transactional id's authorization first; with one, record validation refuses it.
+        assert client.produce("ctl", marker).error_code == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+        result = client.produce("ctl", marker, transactional_id="ctl-txn")
         assert result.error_code == INVALID_RECORD
         assert "control" in (result.error_message or "").lower()
         # A control-flagged batch whose record is not even a marker (the crash seen in the field).
@@ -240,7 +244,8 @@ def test_forged_commit_marker_does_not_expose_an_open_transaction(broker) -> Non
     try:
         for commit in (True, False):
             marker = build_control_batch(pid, epoch, commit=commit, timestamp=1000)
-            assert client.produce("forge", marker).error_code == INVALID_RECORD
+            assert client.produce("forge", marker).error_code \
+                == TRANSACTIONAL_ID_AUTHORIZATION_FAILED
             assert client.produce("forge", marker, transactional_id="victim").error_code \
                 == INVALID_RECORD
         # WriteTxnMarkers is broker-to-broker: a client cannot even find it.

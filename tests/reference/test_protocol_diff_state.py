@@ -365,10 +365,6 @@ def test_broker_configs(pair: Pair) -> None:
         for entry in answers["describe"]["results"][0]["configs"]:
             if entry["name"] == "log.dirs":
                 entry["value"] = "<data dir>"
-                # docs/kafka-differences.md "Open": Kafka declares log.dirs a LIST (7); ours
-                # says STRING (2), pinned by tests/integration/test_cluster_admin.py.
-                if entry["config_type"] == 7:
-                    entry["config_type"] = 2
             # Static (set in server.properties) or default depends on how each was started.
             if entry["config_source"] in (4, 5):
                 entry["config_source"] = "<static or default>"

@@ -245,10 +245,11 @@ def _refusal(request: Any, code: int) -> dict[str, Any]:
 
 
 def _first_batch_transactional(records: bytes | None) -> bool:
-    """Transactional data (attributes, bytes 21-22, after baseOffset, length, leaderEpoch, magic
-    and crc). Kafka checks control batches too; a client's control batch stays INVALID_RECORD
-    here (docs/kafka-differences.md, "Produce")."""
-    return records is not None and len(records) >= 23 and records[22] & 0x30 == 0x10
+    """The transactional flag of the first batch (attributes, bytes 21-22, after baseOffset,
+    length, leaderEpoch, magic and crc), control batches included as in Kafka's
+    ProduceRequest.hasTransactionalRecords: without a transactional id such a request fails
+    authorization before any record is validated."""
+    return records is not None and len(records) >= 23 and bool(records[22] & 0x10)
 
 
 @handles(0, 3, 9)
