@@ -25,6 +25,12 @@ class StreamsBuilder:
     def __init__(self) -> None:
         self.topology = Topology()
         self._index = 0
+        # for topology.optimization (optimize.py): repartitions the DSL added, key-changing
+        # nodes, and the nodes a repartition may move behind (filters, peeks)
+        self.repartitions: list[Any] = []
+        self.key_changing: set[str] = set()
+        self.transparent: set[str] = set()
+        self.optimized = False
 
     # -- naming -------------------------------------------------------------------------------
 
@@ -102,10 +108,14 @@ class StreamsBuilder:
         ``StreamsConfig``) is optional: given, a join whose key serde is still unknown fails
         here unless it sets ``default.key.serde``; without it that check happens when
         ``KafkaStreams`` or the ``TopologyTestDriver`` gets the topology and its config.
+        ``topology.optimization`` in ``config`` is applied here, and only here, as in Kafka
+        (optimize.py).
         """
         if config is None:
             self.topology.align_key_serdes()
         else:
+            from .optimize import optimize  # topology.optimization (Kafka: build(props) only)
+            optimize(self, config)
             self.topology.check_key_serdes(default_key_serde(config))
         return self.topology
 

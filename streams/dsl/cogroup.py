@@ -54,7 +54,8 @@ class CogroupedKStream:
             if stream.repartition_required:
                 base = store_name if repartitioned == 0 else f"{store_name}-{repartitioned}"
                 repartitioned += 1
-                stream = stream.repartition_for(base, grouped.key_serde, grouped.value_serde)
+                stream = stream.repartition_for(base, grouped.key_serde, grouped.value_serde,
+                                                optimizable=False)
             result.append((stream, aggregator))
         return result
 

@@ -50,6 +50,10 @@ class KStream:
              keep_value_serde: bool = True) -> KStream:
         name = self.builder.new_name(prefix)
         self.builder.topology.add_processor(name, supplier, self.node)
+        if key_changed:  # what topology.optimization may merge repartitions after (optimize.py)
+            self.builder.key_changing.add(name)
+        elif prefix in ("KSTREAM-FILTER", "KSTREAM-PEEK"):
+            self.builder.transparent.add(name)
         return KStream(
             self.builder, name,
             None if key_changed else self.key_serde,
@@ -59,8 +63,9 @@ class KStream:
 
     def repartition_for(self, base: str, key_serde: Serde[Any] | None = None,
                         value_serde: Serde[Any] | None = None,
-                        partitions: int | None = None) -> KStream:
-        """Route through ``<application.id>-<base>-repartition`` (filter, sink, source)."""
+                        partitions: int | None = None, optimizable: bool = True) -> KStream:
+        """Route through ``<application.id>-<base>-repartition`` (filter, sink, source);
+        ``optimizable``: topology.optimization may merge it with others (optimize.py)."""
         builder = self.builder
         topology = builder.topology
         topic = base if base.endswith("-repartition") else f"{base}-repartition"
@@ -82,6 +87,11 @@ class KStream:
         topology.add_sink(sink_name, topic, filter_name, key_serde=key_serde,
                           value_serde=value_serde)
         topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
+        if optimizable:
+            from .optimize import RepartitionRecord
+            builder.repartitions.append(RepartitionRecord(
+                topic, self.node, filter_name, sink_name, source_name, key_serde, value_serde,
+                partitions))
         return KStream(builder, source_name, key_serde, value_serde, False)
 
     # -- stateless ----------------------------------------------------------------------------
@@ -151,7 +161,7 @@ class KStream:
                     value_serde: Serde[Any] | None = None, name: str | None = None,
                     partitions: int | None = None) -> KStream:
         base = name or self.builder.new_name("KSTREAM-REPARTITION")
-        return self.repartition_for(base, key_serde, value_serde, partitions)
+        return self.repartition_for(base, key_serde, value_serde, partitions, optimizable=False)
 
     def to(self, topic_or_extractor: str | TopicNameExtractor, *,
            key_serde: Serde[Any] | None = None, value_serde: Serde[Any] | None = None,
@@ -170,7 +180,8 @@ class KStream:
         name = self.builder.new_name("KSTREAM-TOTABLE")
         store_name = mat.name or self.builder.new_store_name("KSTREAM-TOTABLE-")
         # Kafka names toTable's repartition topic after the processor, not the store
-        stream = self.repartition_for(name) if self.repartition_required else self
+        stream = (self.repartition_for(name, optimizable=False) if self.repartition_required
+                  else self)
         key_serde = mat.key_serde or stream.key_serde
         value_serde = mat.value_serde or stream.value_serde
         topology = self.builder.topology

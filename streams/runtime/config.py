@@ -59,6 +59,9 @@ class StreamsConfig(KafkaConfigModel):
     # host:port where this instance answers queries (KIP-67); other instances learn it
     # through the group assignment and forward queries for keys it owns.
     application_server: str | None = None
+    # none | all | a list of Kafka's rewrites; applied by StreamsBuilder.build(config), as in
+    # Kafka (streams/dsl/optimize.py)
+    topology_optimization: str = "none"
     num_stream_threads: int = 1
     max_task_idle_ms: int = 0
     poll_ms: int = 100
@@ -144,6 +147,18 @@ class StreamsConfig(KafkaConfigModel):
         if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
             raise ValueError("expected host:port with a port from 1 to 65535")
         return value.strip()
+
+    @field_validator("topology_optimization")
+    @classmethod
+    def _optimization(cls, value: str) -> str:
+        text = str(value).strip().lower()
+        known = {"merge.repartition.topics", "reuse.ktable.source.topics",
+                 "single.store.self.join"}
+        parts = {p.strip() for p in text.split(",") if p.strip()}
+        if text not in ("none", "all") and (not parts or not parts <= known):
+            raise ValueError(f"expected 'none', 'all' or a comma-separated list of "
+                             f"{', '.join(sorted(known))}")
+        return text
 
     @field_validator("num_standby_replicas")
     @classmethod
