@@ -91,13 +91,21 @@ class KafkaConfigModel(BaseModel):
 
 
 def read_properties(path: str | Path) -> dict[str, str]:
-    """Read a Kafka-style .properties file (key=value lines, # and ! comments)."""
+    """Read a Kafka-style .properties file (key=value lines, # and ! comments, and a line that
+    ends in a backslash continued on the next, as java.util.Properties reads it: JAAS values in
+    server.properties are usually written that way)."""
     result: dict[str, str] = {}
-    text = Path(path).read_text()
-    for number, raw in enumerate(text.splitlines(), 1):
+    lines = Path(path).read_text().splitlines()
+    index = 0
+    while index < len(lines):
+        number, raw = index + 1, lines[index]
+        index += 1
         line = raw.strip()
         if not line or line[0] in "#!":
             continue
+        while (len(line) - len(line.rstrip("\\"))) % 2 == 1 and index < len(lines):
+            line = line[:-1] + lines[index].strip()
+            index += 1
         sep = min((i for i in (line.find("="), line.find(":")) if i >= 0), default=-1)
         if sep < 0:
             raise ConfigError(f"{path}:{number}: expected key=value, got {raw!r}")

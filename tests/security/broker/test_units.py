@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from streams.broker.config import BrokerConfig
+from streams.broker.security import BrokerSecurity
 from streams.broker.security.authorizer import (
     ALL,
     ALLOW,
@@ -142,3 +144,29 @@ def test_scram_exchange(tmp_path: Path, mechanism: str, digest: str) -> None:
         wrong.evaluate(_client_final("nope", first_bare, server_first, digest).encode())
     with pytest.raises(ScramError):  # channel binding requested
         ScramServer(mechanism, store).evaluate(b"p=tls-unique,,n=u,r=x")
+
+
+def test_server_properties_with_continued_jaas_lines(tmp_path: Path) -> None:
+    """A JAAS value over several lines (backslash continuations, as Kafka's docs write it)."""
+    from streams.config import read_properties
+
+    path = tmp_path / "server.properties"
+    path.write_text(
+        "listeners=SASL_PLAINTEXT://127.0.0.1:0\n"
+        "sasl.enabled.mechanisms=PLAIN\n"
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config="
+        "org.apache.kafka.common.security.plain.PlainLoginModule required \\\n"
+        '    username="admin" \\\n'
+        '    password="admin-secret" \\\n'
+        '    user_admin="admin-secret" \\\n'
+        '    user_bob="bob-secret";\n'
+        "# a comment ending in a backslash does not continue \\\n"
+        "ssl.principal.mapping.rules=RULE:^CN=(.*)$/$1/L,\\\n"
+        "    DEFAULT\n"
+        "literal.backslash=ends with \\\\\n")
+    values = read_properties(path)
+    assert values["ssl.principal.mapping.rules"] == "RULE:^CN=(.*)$/$1/L,DEFAULT"
+    assert values["literal.backslash"] == "ends with \\\\"
+    del values["literal.backslash"]
+    security = BrokerSecurity(BrokerConfig.from_mapping({**values, "data_dir": tmp_path}))
+    assert security.plain["SASL_PLAINTEXT"] == {"admin": "admin-secret", "bob": "bob-secret"}
