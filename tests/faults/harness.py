@@ -36,6 +36,7 @@ class RunResult:
     input_records: int
     unclean: list[str] = field(default_factory=list)
     incidents: list[str] = field(default_factory=list)  # instances that died or hit ERROR
+    standbys: int = 0  # num.standby.replicas
 
     @property
     def ok(self) -> bool:
@@ -48,7 +49,8 @@ class RunResult:
     def report(self) -> str:
         status = "PASS" if self.ok else "FAIL"
         lines = [f"{status} {self.scenario} {self.guarantee} seed={self.schedule.seed} "
-                 f"cache={self.cache_bytes} faults=[{self.schedule.describe()}] "
+                 f"cache={self.cache_bytes} standbys={self.standbys} "
+                 f"faults=[{self.schedule.describe()}] "
                  f"{self.input_records} input records, {self.elapsed:.0f}s "
                  f"(output read: {self.read_reason})",
                  self.comparison.summary()]
@@ -104,7 +106,7 @@ def replay_bound(plan: InputPlan) -> dict[Any, int]:
 
 
 def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *,
-                 per_chunk: int = 200, cache_bytes: int = 0,
+                 per_chunk: int = 200, cache_bytes: int = 0, standbys: int = 0,
                  instances: int = INSTANCES, kafka: str = "bundled") -> RunResult:
     scenario = SCENARIOS[name]
     started = time.monotonic()
@@ -112,7 +114,8 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
     plan: InputPlan = scenario.generate(random.Random(schedule.seed), chunks, per_chunk)
     expected = expected_output(scenario, plan)
     workdir.mkdir(parents=True, exist_ok=True)
-    app_args = ["--scenario", name, "--guarantee", guarantee, "--cache-bytes", str(cache_bytes)]
+    app_args = ["--scenario", name, "--guarantee", guarantee, "--cache-bytes", str(cache_bytes),
+                "--standbys", str(standbys)]
     cluster = Cluster(workdir, app_args, kafka)
     group = f"faults-{name}"
     decode = _decoder(scenario)
@@ -152,7 +155,7 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
     comparison = compare(scenario, expected, decode(records), guarantee, cache_on, bound)
     return RunResult(name, guarantee, schedule, cache_bytes, comparison, reason,
                      time.monotonic() - started, workdir, len(plan.all_records()), unclean,
-                     cluster.incidents)
+                     cluster.incidents, standbys)
 
 
 def _run_schedule(cluster: Cluster, scenario: Scenario, pending: Iterator[list[Rec]],

@@ -27,7 +27,7 @@ GUARANTEES = ("exactly_once_v2", "at_least_once")
 CACHE_ON = 10 * 1024 * 1024
 
 
-def plan_run(seed: int, args: argparse.Namespace) -> tuple[str, str, int, Schedule]:
+def plan_run(seed: int, args: argparse.Namespace) -> tuple[str, str, int, int, Schedule]:
     rng = random.Random(seed)
     scenario = args.scenario or rng.choice(sorted(SCENARIOS))
     guarantee = args.guarantee or rng.choice(GUARANTEES)
@@ -36,7 +36,10 @@ def plan_run(seed: int, args: argparse.Namespace) -> tuple[str, str, int, Schedu
         schedule = Schedule.of(seed, args.faults.split(","), args.outage)
     else:
         schedule = Schedule.random(seed, rng.randint(2, 4), args.outage)
-    return scenario, guarantee, cache, schedule
+    # Drawn apart, so that adding this choice left every earlier seed's plan as it was.
+    standbys = random.Random(seed * 7919 + 1).choice([0, 1]) if args.standbys is None \
+        else args.standbys
+    return scenario, guarantee, cache, standbys, schedule
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,6 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--guarantee", choices=GUARANTEES)
     parser.add_argument("--faults", help=f"comma-separated, from {', '.join(KINDS)}")
     parser.add_argument("--cache", type=int, default=None, help="statestore.cache.max.bytes")
+    parser.add_argument("--standbys", type=int, default=None, help="num.standby.replicas")
     parser.add_argument("--outage", type=float, default=30.0, help="broker outage seconds")
     parser.add_argument("--per-chunk", type=int, default=200, help="input records per chunk")
     parser.add_argument("--kafka", choices=("bundled", "reference"), default="bundled",
@@ -62,12 +66,13 @@ def main(argv: list[str] | None = None) -> int:
     while index == 0 or time.monotonic() < end:
         run_seed = seed + index
         index += 1
-        scenario, guarantee, cache, schedule = plan_run(run_seed, args)
+        scenario, guarantee, cache, standbys, schedule = plan_run(run_seed, args)
         workdir = Path(tempfile.mkdtemp(prefix=f"soak-{run_seed}-"))
         print(f"-- run {index}: seed {run_seed}: {scenario} {guarantee} cache={cache} "
-              f"[{schedule.describe()}]", flush=True)
+              f"standbys={standbys} [{schedule.describe()}]", flush=True)
         result = run_scenario(scenario, guarantee, schedule, workdir,
-                              per_chunk=args.per_chunk, cache_bytes=cache, kafka=args.kafka)
+                              per_chunk=args.per_chunk, cache_bytes=cache, standbys=standbys,
+                              kafka=args.kafka)
         results.append(result)
         print(result.report(), flush=True)
         if result.ok:

@@ -33,6 +33,11 @@ CI_RUNS = [
     ("cogroup", "exactly_once_v2", 0, ["broker_restart"], 113),
     ("global", "exactly_once_v2", 0, ["scale_in"], 108),
 ]
+# With num.standby.replicas=1: a killed instance's tasks fail over onto promoted standbys.
+STANDBY_RUNS = [
+    ("count", "exactly_once_v2", 0, ["kill"], 114),
+    ("suppress", "at_least_once", 0, ["kill"], 115),
+]
 # Also run on Apache Kafka by `make test` (marker on_kafka): a broker restart, a zombie.
 ON_KAFKA = {"count-exactly_once_v2-cache0-broker_restart", "join-exactly_once_v2-cache0-pause"}
 CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
@@ -40,16 +45,20 @@ CI_OUTAGE_S = 10.0  # the soak mode holds the broker down for 30 s
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-@pytest.mark.parametrize(("scenario", "guarantee", "cache", "faults", "seed"), [
-    pytest.param(*run, id=name, marks=[pytest.mark.on_kafka] if name in ON_KAFKA else [])
-    for run in CI_RUNS
-    for name in [f"{run[0]}-{run[1]}-cache{int(run[2] > 0)}-{'+'.join(run[3])}"]])
+@pytest.mark.parametrize(("scenario", "guarantee", "cache", "faults", "seed", "standbys"), [
+    pytest.param(*run, standbys, id=name,
+                 marks=[pytest.mark.on_kafka] if name in ON_KAFKA else [])
+    for runs, standbys in ((CI_RUNS, 0), (STANDBY_RUNS, 1))
+    for run in runs
+    for name in [f"{run[0]}-{run[1]}-cache{int(run[2] > 0)}-{'+'.join(run[3])}"
+                 + (f"-standby{standbys}" if standbys else "")]])
 def test_scenario_survives_fault(tmp_path: Path, scenario: str, guarantee: str, cache: int,
-                                 faults: list[str], seed: int, kafka_kind: str) -> None:
+                                 faults: list[str], seed: int, standbys: int,
+                                 kafka_kind: str) -> None:
     result = run_scenario(scenario, guarantee, Schedule.of(seed, faults, CI_OUTAGE_S),
-                          tmp_path, cache_bytes=cache, kafka=kafka_kind)
+                          tmp_path, cache_bytes=cache, standbys=standbys, kafka=kafka_kind)
     print(result.report())
     assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m tests.faults.soak "
                        f"--scenario {scenario} --guarantee {guarantee} --faults "
-                       f"{','.join(faults)} --cache {cache} --seed {seed} --outage {CI_OUTAGE_S:.0f} "
-                       f"--minutes 0 --kafka {kafka_kind}")
+                       f"{','.join(faults)} --cache {cache} --standbys {standbys} --seed {seed} "
+                       f"--outage {CI_OUTAGE_S:.0f} --minutes 0 --kafka {kafka_kind}")
