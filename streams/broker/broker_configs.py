@@ -14,7 +14,7 @@ from typing import Any
 from .config import BrokerConfig
 
 # DescribeConfigs v3+ ConfigType numbers and ConfigSource numbers (Kafka's DescribeConfigs JSON).
-BOOLEAN, STRING, INT, LONG, LIST = 1, 2, 3, 5, 7
+BOOLEAN, STRING, INT, LONG, LIST, PASSWORD = 1, 2, 3, 5, 7, 9
 SOURCE_DYNAMIC_BROKER = 2
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
@@ -31,6 +31,7 @@ class BrokerProperty:
     fields: tuple[str, ...]  # BrokerConfig fields it is derived from (decides static vs default)
     value: Getter
     dynamic: bool = False  # Kafka can update it per broker at run time, so it is not read-only
+    sensitive: bool = False  # a secret: described with a null value, as Kafka does
 
 
 def _field(name: str) -> Getter:
@@ -59,9 +60,9 @@ def _log_dirs(config: BrokerConfig, port: int) -> str:
 
 
 def _simple(name: str, config_type: int, field: str | None = None,
-            dynamic: bool = False) -> BrokerProperty:
+            dynamic: bool = False, sensitive: bool = False) -> BrokerProperty:
     attr = field or name.replace(".", "_")
-    return BrokerProperty(name, config_type, (attr,), _field(attr), dynamic)
+    return BrokerProperty(name, config_type, (attr,), _field(attr), dynamic, sensitive)
 
 
 # Types are Kafka 3.x's ConfigDef types; `dynamic` follows DynamicBrokerConfig (listener configs
@@ -94,6 +95,19 @@ BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
     _simple("group.max.size", INT),
     _simple("transaction.max.timeout.ms", INT),
     _simple("transaction.state.log.num.partitions", INT),
+    # Security, broker-wide values (listener.name.<listener>.* overrides are not listed). Kafka
+    # declares the listener configs dynamic (DynamicListenerConfig); here they are static.
+    _simple("listener.security.protocol.map", STRING, dynamic=True),
+    _simple("sasl.enabled.mechanisms", LIST, dynamic=True),
+    _simple("ssl.client.auth", STRING, dynamic=True),
+    _simple("ssl.keystore.type", STRING, dynamic=True),
+    _simple("ssl.keystore.location", STRING, dynamic=True),
+    _simple("ssl.keystore.key", PASSWORD, dynamic=True, sensitive=True),
+    _simple("ssl.key.password", PASSWORD, dynamic=True, sensitive=True),
+    _simple("ssl.truststore.type", STRING, dynamic=True),
+    _simple("ssl.truststore.location", STRING, dynamic=True),
+    _simple("ssl.principal.mapping.rules", STRING),
+    _simple("authorizer.class.name", STRING),
 )
 
 
@@ -107,7 +121,7 @@ def describe_broker_configs(config: BrokerConfig, port: int, wanted: set[str] | 
     for prop in BROKER_PROPERTIES:
         if wanted is not None and prop.name not in wanted:
             continue
-        value = prop.value(config, port)
+        value = None if prop.sensitive else prop.value(config, port)
         static = any(f in explicit for f in prop.fields)
         source = SOURCE_STATIC_BROKER if static else SOURCE_DEFAULT
         if prop.name in dynamic:
@@ -115,12 +129,12 @@ def describe_broker_configs(config: BrokerConfig, port: int, wanted: set[str] | 
         synonyms = []
         if defaults is not None:  # Kafka lists the value in effect first, then what it overrides
             synonyms.append({"name": prop.name, "value": value, "source": source})
-            default = prop.value(defaults, defaults.port)
+            default = None if prop.sensitive else prop.value(defaults, defaults.port)
             if static and default is not None:
                 synonyms.append({"name": prop.name, "value": default, "source": SOURCE_DEFAULT})
         entries.append({
             "name": prop.name, "value": value, "read_only": not prop.dynamic,
-            "is_default": not static, "config_source": source, "is_sensitive": False,
+            "is_default": not static, "config_source": source, "is_sensitive": prop.sensitive,
             "synonyms": synonyms, "config_type": prop.config_type, "documentation": None,
         })
     return entries

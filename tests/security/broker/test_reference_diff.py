@@ -135,6 +135,16 @@ def conversation(address: str, suffix: str) -> list[tuple[str, Any]]:
 
     topic, group, txn = f"{TOPIC}-{suffix}", f"g-{suffix}", f"t-{suffix}"
     with _login(address, ADMIN, ADMIN_PW) as admin:
+        described = admin.send(32, 4, {"resources": [{
+            "resource_type": 4, "resource_name": "0", "configuration_keys": [
+                "sasl.enabled.mechanisms", "ssl.client.auth", "authorizer.class.name",
+                "ssl.keystore.type", "ssl.truststore.type", "ssl.principal.mapping.rules",
+                "ssl.key.password"]}], "include_synonyms": False,
+            "include_documentation": False})
+        assert described is not None
+        note("broker security configs", sorted(
+            (c["name"], c["value"], c["read_only"], c["config_source"], c["is_sensitive"],
+             c["config_type"]) for c in described["results"][0]["configs"]))
         created = admin.send(19, 7, {"topics": [{"name": topic, "num_partitions": 1,
                                                  "replication_factor": 1}], "timeout": 10000})
         assert created is not None and created["topics"][0]["error_code"] == "none", created
