@@ -210,16 +210,28 @@ class ReadOnlyStoreView:
                 f"store {self.name!r} is not available: the instance is {self.app.state.value}")
         return [read_only_view(store) for store in stores]
 
+    def _read(self, read: Callable[[], T]) -> T:
+        """A read of one store; a store its task closed meanwhile (a rebalance moved it, or
+        it is being wiped to restore) is Kafka's InvalidStateStoreException: retry later."""
+        try:
+            return _retrying(read)
+        except RuntimeError as exc:
+            if "is closed" not in str(exc):
+                raise
+            raise InvalidStateStoreError(
+                f"store {self.name!r} is not available right now (its task was closed or "
+                "moved); retry") from exc
+
     def _first(self, read: Callable[[Any], Any]) -> Any:
         for store in self._stores():
-            value = _retrying(lambda store=store: read(store))
+            value = self._read(lambda store=store: read(store))
             if value is not None:
                 return value
         return None
 
     def _scan(self, read: Callable[[Any], Any]) -> Iterator[Any]:
         for store in self._stores():
-            yield from _retrying(lambda store=store: list(read(store)))
+            yield from self._read(lambda store=store: list(read(store)))
 
     # key-value stores
     def get(self, key: Any) -> Any:
@@ -235,7 +247,7 @@ class ReadOnlyStoreView:
         return self._scan(lambda s: s.range(from_key, to_key))
 
     def approximate_num_entries(self) -> int:
-        return sum(_retrying(lambda s=s: s.approximate_num_entries()) for s in self._stores())
+        return sum(self._read(lambda s=s: s.approximate_num_entries()) for s in self._stores())
 
     # window and session stores
     def fetch(self, *args: Any, **kwargs: Any) -> Any:

@@ -157,7 +157,7 @@ class QueryServer:
 
     async def _serve(self, started: list[BaseException | None], ready: threading.Event) -> None:
         self._stopped = asyncio.Event()
-        web_app = web.Application()
+        web_app = web.Application(middlewares=[_json_errors])
         web_app.router.add_get("/stores/{store}/keys/{key}", self._handle_key)
         web_app.router.add_get("/stores/{store}/range", self._handle_range)
         web_app.router.add_get("/stores/{store}/all", self._handle_all)
@@ -342,3 +342,17 @@ class QueryServer:
 
 def _error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every answer is JSON: unknown paths (404) and failures (500) too."""
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.status < 400:
+            raise
+        return _error(exc.status, f"{exc.reason}: {request.method} {request.path}")
+    except Exception as exc:
+        log.exception("query %s failed", request.rel_url)
+        return _error(500, f"the query failed: {exc!r}")

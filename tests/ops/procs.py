@@ -56,7 +56,11 @@ def http_get(url: str) -> tuple[int, Any]:
         with urllib.request.urlopen(url, timeout=15) as resp:
             return resp.status, json.loads(resp.read())
     except urllib.error.HTTPError as exc:
-        return exc.code, json.loads(exc.read() or b"null")
+        body = exc.read()
+        try:
+            return exc.code, json.loads(body or b"null")
+        except ValueError:
+            return exc.code, body.decode(errors="replace")  # not one of our JSON answers
     except (urllib.error.URLError, ConnectionError):
         return 0, None
 

@@ -108,6 +108,8 @@ def test_any_key_through_either_instance(broker, two_instances) -> None:
     assert status == 200 and len(body["entries"]) == len(KEYS)
     status, body = http_get(f"http://{host_a}/stores/{COUNTS}/all?limit=0")
     assert status == 400 and "limit" in body["error"]
+    status, body = http_get(f"http://{host_a}/no/such/path")
+    assert status == 404 and "/no/such/path" in body["error"]
 
 
 def test_metadata_not_available_before_start(tmp_path) -> None:
@@ -120,3 +122,50 @@ def test_metadata_not_available_before_start(tmp_path) -> None:
 def test_bad_application_server_is_named(tmp_path) -> None:
     with pytest.raises(ValueError, match="application.server"):
         KafkaStreams(topology(), config("127.0.0.1:1", str(tmp_path), "no-port"))
+
+
+def test_streams_run_serves_the_query_endpoint(broker, tmp_path) -> None:
+    """`streams run` with application.server in its properties answers queries over HTTP."""
+    import signal
+    import subprocess
+    import sys
+
+    from .procs import ROOT
+
+    create_topics(broker.bootstrap, {"run-input": 2})
+    app_file = tmp_path / "counter.py"
+    app_file.write_text(
+        "from streams import Materialized, Serdes, StreamsBuilder\n\n"
+        "def topology():\n"
+        "    s = Serdes.string()\n"
+        "    builder = StreamsBuilder()\n"
+        "    builder.stream('run-input', key_serde=s, value_serde=s).group_by_key()"
+        ".count(Materialized('run-counts'))\n"
+        "    return builder.build()\n")
+    port = free_port()
+    props = tmp_path / "app.properties"
+    props.write_text(f"application.server=127.0.0.1:{port}\nstate.dir={tmp_path / 'state'}\n"
+                     "commit.interval.ms=100\n")
+    log = open(tmp_path / "run.log", "wb")  # noqa: SIM115 - closed below
+    proc = subprocess.Popen([sys.executable, "-m", "streams.cli.main", "run",
+                             f"{app_file}:topology", "--bootstrap-servers", broker.bootstrap,
+                             "--config", str(props)], cwd=ROOT, stdout=log,
+                            stderr=subprocess.STDOUT)
+    try:
+        produce(broker.bootstrap, "run-input",
+                [(b"alice", b"x", RECENT_TS), (b"alice", b"y", RECENT_TS),
+                 (b"bob", b"z", RECENT_TS)])
+        wait_until(lambda: http_get(f"http://127.0.0.1:{port}/stores/run-counts/keys/alice")
+                   == (200, {"key": "alice", "value": 2}), timeout=90,
+                   message=f"streams run answering; it said: "
+                           f"{(tmp_path / 'run.log').read_text()[-2000:]}")
+        assert http_get(f"http://127.0.0.1:{port}/stores/run-counts/keys/bob") == \
+            (200, {"key": "bob", "value": 1})
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(40)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+        log.close()
