@@ -2,7 +2,8 @@
 // SASL_SSL: the Admin API creates a SCRAM user and ACLs, then a producer and a consumer log in
 // as that user and round-trip a record. Prints one "ok ..." line per step; any failure throws.
 //
-//   java -cp '.reference/kafka-libs/*' JavaClientsCheck.java BOOTSTRAP CA_PEM ADMIN_USER ADMIN_PW
+//   java -cp '.reference/kafka-libs/*' JavaClientsCheck.java SASL_SSL_BOOTSTRAP CA_PEM ADMIN_USER
+//       ADMIN_PW SSL_BOOTSTRAP CLIENT_KEYSTORE_PEM
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -43,6 +44,7 @@ public class JavaClientsCheck {
 
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0], ca = args[1], adminUser = args[2], adminPassword = args[3];
+        mutualTls(args[4], ca, args[5]);
         String user = "java-user", password = "java-user-secret", topic = "java-topic";
         Properties adminProps = props(bootstrap, ca, "PLAIN", "plain.PlainLoginModule",
                                       adminUser, adminPassword);
@@ -90,5 +92,19 @@ public class JavaClientsCheck {
             }
         }
         throw new IllegalStateException("the record was not read back within 30 s");
+    }
+
+    // Mutual TLS: a PEM keystore (key + chain in one file) as the client's certificate.
+    static void mutualTls(String bootstrap, String ca, String keystore) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", bootstrap);
+        p.put("security.protocol", "SSL");
+        p.put("ssl.truststore.type", "PEM");
+        p.put("ssl.truststore.location", ca);
+        p.put("ssl.keystore.type", "PEM");
+        p.put("ssl.keystore.location", keystore);
+        try (Admin admin = Admin.create(p)) {
+            System.out.println("ok mtls nodes=" + admin.describeCluster().nodes().get().size());
+        }
     }
 }
