@@ -30,6 +30,12 @@ from aiokafka.protocol.types import (
     TaggedFields,
 )
 
+from ..broker.security.scram import (
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
+    ScramCredential,
+    ScramStore,
+)
 from .acls_cmd import send
 from .client import CliError, add_bootstrap_argument, admin_client, error_message, run_command
 
@@ -141,6 +147,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="file whose first line is the password")
     source.add_argument("--password-stdin", action="store_true",
                         help="read the password from standard input")
+    set_cmd.add_argument("--data-dir", type=Path,
+                         help="write into a STOPPED broker's data directory instead of using the "
+                              "admin API: the first user of a SCRAM-only cluster (as "
+                              "kafka-storage format --add-scram)")
     set_cmd.set_defaults(func=lambda a: run_command(PROG, lambda: scram_set(a)))
 
     describe = users_sub.add_parser("describe", help="SCRAM mechanisms and iterations per user")
@@ -188,6 +198,11 @@ def _results(response: Any, action: str) -> int:
 
 async def scram_set(args: argparse.Namespace) -> int:
     password = _password(args).encode()
+    if not MIN_ITERATIONS <= args.iterations <= MAX_ITERATIONS:
+        raise CliError(f"--iterations must be between {MIN_ITERATIONS} and {MAX_ITERATIONS} "
+                       f"(Kafka's limits), got {args.iterations}", 2)
+    if args.data_dir is not None:
+        return _scram_set_offline(args, password)
     upsertions = []
     for mechanism in args.mechanism or list(MECHANISMS):
         code, digest = MECHANISMS[mechanism]
@@ -200,6 +215,25 @@ async def scram_set(args: argparse.Namespace) -> int:
         return 1
     names = ", ".join(args.mechanism or list(MECHANISMS))
     print(f"set {names} credentials of user {args.name} ({args.iterations} iterations)")
+    return 0
+
+
+def _scram_set_offline(args: argparse.Namespace, password: bytes) -> int:
+    """The credential file of a stopped broker (a running one would overwrite it)."""
+    if not args.data_dir.is_dir():
+        raise CliError(f"--data-dir {args.data_dir} is not a directory", 2)
+    store = ScramStore(args.data_dir)
+    try:
+        store.load()
+        for mechanism in args.mechanism or list(MECHANISMS):
+            store.credentials[(args.name, mechanism)] = ScramCredential.from_password(
+                mechanism, password.decode(), args.iterations)
+        store.save()
+    except (OSError, RuntimeError) as exc:
+        raise CliError(f"cannot write {store.path}: {exc}") from None
+    names = ", ".join(args.mechanism or list(MECHANISMS))
+    print(f"set {names} credentials of user {args.name} in {store.path} "
+          "(read when the broker starts)")
     return 0
 
 

@@ -14,7 +14,8 @@ import pytest
 
 from tests.helpers import free_port, wait_until
 from tests.security.broker.clients import aiokafka_roundtrip, aiokafka_settings
-from tests.security.broker.conftest import ADMIN, ADMIN_PW, JAAS
+from tests.security.broker.conftest import ADMIN, ADMIN_PW, JAAS, SecuredBroker
+from tests.security.certs import Pki
 
 pytestmark = pytest.mark.compat
 
@@ -114,3 +115,23 @@ def test_broker_start_with_listeners_users_and_acls(cluster: dict[str, object]) 
 def test_port_and_listeners_are_exclusive(cluster: dict[str, object]) -> None:
     both = streams("broker", "start", "--config", str(cluster["properties"]), "--port", "1")
     assert both.returncode == 2 and "listeners" in both.stderr
+
+
+def test_first_scram_user_written_offline(tmp_path: Path, pki: Pki) -> None:
+    """A SCRAM-only cluster's first user, written into the data directory before the broker
+    starts (what kafka-storage format --add-scram does for Kafka)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    made = streams("users", "scram-set", "root", "--mechanism", "SCRAM-SHA-512",
+                   "--data-dir", str(data), "--password-stdin", stdin="root-secret\n")
+    assert made.returncode == 0, made.stderr
+    too_few = streams("users", "scram-set", "x", "--iterations", "100", "--data-dir", str(data),
+                      "--password-stdin", stdin="x\n")
+    assert too_few.returncode == 2 and "4096" in too_few.stderr
+    broker = SecuredBroker(data, pki, **{"sasl.enabled.mechanisms": "SCRAM-SHA-512"}).start()
+    try:
+        settings = aiokafka_settings("SASL_SSL", pki.truststore, "SCRAM-SHA-512", "root",
+                                     "root-secret")
+        assert aiokafka_roundtrip(broker.address("SASL_SSL"), settings, "offline-user")
+    finally:
+        broker.stop()
