@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import hmac
 import logging
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Protocol
 
 from .scram import MECHANISMS as SCRAM_MECHANISMS
 from .scram import ScramError, ScramServer, ScramStore
@@ -103,7 +103,6 @@ class Session:
     handshaken: bool = False
     mechanism: Mechanism | None = None
     close_after_response: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def new_mechanism(name: str, plain_users: dict[str, str], store: ScramStore) -> Mechanism:
