@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import PASSWORDS, SecureKafka
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -72,3 +74,32 @@ def test_bad_command_config_names_the_key_not_the_secret(secure_kafka: SecureKaf
     assert len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "Authentication failed" in result.stderr  # the broker's reason, in one line
     assert "not-the-password" not in result.stderr
+
+
+@pytest.mark.parametrize("secure_kafka", ["ours"], indirect=True)  # the runtime is tested on both
+def test_streams_run_with_a_secured_properties_file(secure_kafka: SecureKafka, tmp_path) -> None:
+    """`streams run app.py --config app.properties`: the Streams properties file carries the
+    security keys, as a Kafka Streams app's file does."""
+    from runtime.kafka_io import create_topics, latest_by_key, produce, read_all
+
+    create_topics(secure_kafka.plaintext, {"cli-text": 1})
+    produce(secure_kafka.plaintext, "cli-text", [(None, b"a b a", 1000), (None, b"b a", 1001)])
+    props = secure_kafka.properties_file(tmp_path / "app.properties", "admin", "SCRAM-SHA-256")
+    with open(props, "a") as out:
+        out.write("processing.guarantee=exactly_once_v2\n")
+    log = tmp_path / "run.log"
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streams.cli.main", "run", "tests/runtime/wordcount_app.py",
+             "--bootstrap-servers", secure_kafka.sasl_ssl, "--config", str(props),
+             "--state-dir", str(tmp_path / "state")], stdout=sink, stderr=subprocess.STDOUT,
+            cwd=ROOT)
+    try:
+        counts = read_all(secure_kafka.plaintext, "cli-word-counts",
+                          until=lambda rs: latest_by_key(rs) == {"a": 3, "b": 2}, timeout=90)
+        assert latest_by_key(counts) == {"a": 3, "b": 2}
+    finally:
+        proc.terminate()
+        proc.wait(60)
+    assert proc.returncode == 0, log.read_text(errors="replace")[-3000:]
+    assert PASSWORDS["admin"] not in log.read_text(errors="replace")
