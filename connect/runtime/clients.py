@@ -106,11 +106,13 @@ def base_kwargs(target: Target) -> dict[str, Any]:
     return target.client_kwargs()
 
 
-def admin_kwargs(target: Target) -> dict[str, Any]:
-    """An admin client's arguments: the worker's settings, then its ``admin.*`` keys."""
+def admin_kwargs(target: Target, overrides: dict[str, str] | None = None) -> dict[str, Any]:
+    """An admin client's arguments: the worker's settings, then its ``admin.*`` keys, then a
+    connector's ``admin.override.*`` ones (``overrides``, prefix removed)."""
     kwargs = base_kwargs(target)
     if not isinstance(target, str):
         kwargs.update(_translate(_ADMIN, target.prefixed("admin."), "admin"))
+    kwargs.update(_translate(_ADMIN, overrides or {}, "admin"))
     return kwargs
 
 
@@ -142,32 +144,34 @@ def consumer(bootstrap: Target, overrides: dict[str, str] | None = None,
     return AIOKafkaConsumer(*topics, **kwargs)
 
 
-def admin(target: Target) -> AIOKafkaAdminClient:
-    return AIOKafkaAdminClient(**admin_kwargs(target))
+def admin(target: Target, overrides: dict[str, str] | None = None) -> AIOKafkaAdminClient:
+    return AIOKafkaAdminClient(**admin_kwargs(target, overrides))
 
 
-async def start_admin(client: AIOKafkaAdminClient, target: Target) -> None:
+async def start_admin(client: AIOKafkaAdminClient, target: Target,
+                      overrides: dict[str, str] | None = None) -> None:
     """Start an admin client; when it cannot bootstrap, the error says why (a refused SASL
     login, an untrusted certificate) instead of aiokafka's bare "Unable to bootstrap"."""
     try:
         await client.start()
     except KafkaConnectionError as exc:
         await client.close()
-        reason = await connection_failure(admin_kwargs(target))
+        reason = await connection_failure(admin_kwargs(target, overrides))
         if reason is None:
             raise
         raise KafkaConnectionError(f"{exc}: {reason}") from exc
 
 
 async def ensure_topic(bootstrap: Target, name: str, partitions: int, replication: int,
-                       configs: dict[str, str] | None = None) -> int:
+                       configs: dict[str, str] | None = None,
+                       overrides: dict[str, str] | None = None) -> int:
     """Create ``name`` if missing; return its partition count. A replication factor above the
     number of brokers is lowered to it (a single-node dev cluster cannot do 3), -1 = broker default.
     """
     from aiokafka.admin import NewTopic
 
-    client = admin(bootstrap)
-    await start_admin(client, bootstrap)
+    client = admin(bootstrap, overrides)
+    await start_admin(client, bootstrap, overrides)
     try:
         if name not in await client.list_topics():
             cluster = await client.describe_cluster()

@@ -102,7 +102,8 @@ class WorkerSinkTask(TaskRunner):
         dlq = None
         if error_config.dlq_topic:
             await clients.ensure_topic(self.env.worker, error_config.dlq_topic,
-                                       1, error_config.dlq_replication_factor)
+                                       1, error_config.dlq_replication_factor,
+                                       overrides=_client_overrides(self, "admin"))
             self.dlq_producer = clients.producer(self.env.worker.bootstrap_servers,
                                                  _client_overrides(self, "producer"))
             await self.dlq_producer.start()
