@@ -128,8 +128,9 @@ def _connect_failures() -> Iterator[_ConnectFailure]:
     logger = logging.getLogger("aiokafka")  # aiokafka/client.py logs under this name
     handler, saved = _ConnectFailure(), (logger.level, logger.propagate)
     logger.addHandler(handler)
-    logger.setLevel(logging.ERROR)
-    logger.propagate = False  # the command prints one line itself
+    if logger.getEffectiveLevel() > logging.ERROR:  # silenced: listen, still print nothing
+        logger.setLevel(logging.ERROR)
+        logger.propagate = False  # the command prints one line itself
     try:
         yield handler
     finally:
