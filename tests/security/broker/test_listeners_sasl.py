@@ -175,6 +175,14 @@ def test_listener_settings_are_checked(tmp_path: Path, pki: Pki) -> None:
                         listener_security_protocol_map="INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT")
     assert [(lst.name, lst.protocol, lst.advertised_host) for lst in internal.listeners] == \
         [("INTERNAL", "PLAINTEXT", "127.0.0.1"), ("EXTERNAL", "PLAINTEXT", "kafka.example.com")]
+    per_listener = security(listeners="SASL_PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
+                            sasl_enabled_mechanisms="PLAIN", ssl_keystore_type="PEM",
+                            ssl_keystore_location=str(pki.server.keystore),
+                            **{"listener.name.SASL_SSL.sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                               "listener.name.sasl_plaintext.plain.sasl.jaas.config":
+                                   'PlainLoginModule required user_a="b";'})
+    assert per_listener.mechanisms == {"SASL_PLAINTEXT": ("PLAIN",),
+                                       "SASL_SSL": ("SCRAM-SHA-512",)}
     kraft = security(listeners="PLAINTEXT://127.0.0.1:0,CONTROLLER://127.0.0.1:0",
                      controller_listener_names="CONTROLLER")  # a KRaft server.properties
     assert [lst.name for lst in kraft.listeners] == ["PLAINTEXT"]
