@@ -282,8 +282,9 @@ def _recv(sock: socket.socket, size: int) -> bytes:
     return bytes(data)
 
 
-def _run_foreground(port: int, data_dir: Path, extra: dict[str, str] | None = None) -> int:
-    node = KafkaNode(port, data_dir, extra)
+def _run_foreground(port: int, data_dir: Path, extra: dict[str, str] | None = None,
+                    listeners: dict[str, int] | None = None) -> int:
+    node = KafkaNode(port, data_dir, extra, listeners=listeners)
     stopping = False
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -321,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     start.add_argument("--data-dir", type=Path, required=True)
     start.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                        help="an extra server property (repeatable), e.g. a SASL_SSL listener")
+    start.add_argument("--listener", action="append", default=[], metavar="PROTOCOL=PORT",
+                       help="another listener named after its protocol (repeatable), e.g. "
+                            "SASL_SSL=9193; configure it with --property")
     start.add_argument("--properties-file", type=Path,
                        help="extra server properties (key=value lines), applied before --property")
     args = parser.parse_args(argv)
@@ -339,7 +343,13 @@ def main(argv: list[str] | None = None) -> int:
             if not sep:
                 parser.error(f"expected KEY=VALUE, got {item!r}")
             extra[key.strip()] = value.strip()
-    return _run_foreground(args.port, args.data_dir, extra)
+    listeners: dict[str, int] = {}
+    for item in args.listener:
+        name, sep, port = item.partition("=")
+        if not sep or not port.isdigit():
+            parser.error(f"expected PROTOCOL=PORT, got {item!r}")
+        listeners[name.strip().upper()] = int(port)
+    return _run_foreground(args.port, args.data_dir, extra, listeners)
 
 
 if __name__ == "__main__":
