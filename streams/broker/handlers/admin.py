@@ -76,7 +76,7 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
     duplicates = [name for name, count in counts.items() if count > 1]
     results = []
     security = broker.security
-    cluster_create = security.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME)
+    cluster_create = security.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, audit=False)
     for t in request.topics:
         if counts[t.name] > 1:
             continue

@@ -86,7 +86,7 @@ async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[st
     if requested is None or (ctx.api_version == 0 and not requested):
         # All topics: those the principal may not describe are left out, not refused.
         names = [name for name in sorted(broker.topics.topics)
-                 if security.allowed(ctx, DESCRIBE, TOPIC, name)]
+                 if security.allowed(ctx, DESCRIBE, TOPIC, name, audit=False)]
     else:
         names = []
         for entry in requested:
@@ -115,7 +115,7 @@ async def metadata(broker: Broker, ctx: RequestContext, request: Any) -> dict[st
             error = LEADER_NOT_AVAILABLE  # CreateTopics is still opening its partitions
         elif (name not in broker.topics.topics and allow_create
               and broker.config.auto_create_topics_enable):
-            if not (security.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME)
+            if not (security.allowed(ctx, CREATE, CLUSTER, CLUSTER_NAME, audit=False)
                     or security.allowed(ctx, CREATE, TOPIC, name)):
                 topics.append(topic_metadata(broker, name, TOPIC_AUTHORIZATION_FAILED))
                 continue

@@ -247,7 +247,8 @@ def _fetch_group(broker: Broker, ctx: RequestContext, group_id: str, topics: Any
                                     for index in t.partition_indexes]
     for (topic, partition), value, error in broker.groups.fetch_offsets(
             group_id, wanted, require_stable):
-        if wanted is None and not broker.security.allowed(ctx, DESCRIBE, TOPIC, topic):
+        if wanted is None and not broker.security.allowed(ctx, DESCRIBE, TOPIC, topic,
+                                                          audit=False):
             continue
         by_topic.setdefault(topic, []).append({
             "partition_index": partition,
@@ -337,9 +338,10 @@ async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> dict
     types = {t.lower() for t in getattr(request, "types_filter", ()) or ()}
     groups = []
     # DESCRIBE on the cluster lists every group; otherwise only the describable ones.
-    everything = broker.security.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME)
+    everything = broker.security.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME, audit=False)
     for group_id, protocol_type, state in broker.groups.list_groups():
-        if not everything and not _group_ok(broker, ctx, DESCRIBE, group_id):
+        if not everything and not broker.security.allowed(ctx, DESCRIBE, GROUP, group_id,
+                                                          audit=False):
             continue
         if states and state.lower() not in states:
             continue

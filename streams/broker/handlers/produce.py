@@ -312,7 +312,7 @@ async def init_producer_id(broker: Broker, ctx: RequestContext, request: Any) ->
                     "producer_id": -1, "producer_epoch": -1}
         return await broker.transactions.init_producer_id(ctx.api_version, request)
     # KIP-679: IDEMPOTENT_WRITE on the cluster, or WRITE on any topic, allows idempotence.
-    if not (security.allowed(ctx, IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME)
+    if not (security.allowed(ctx, IDEMPOTENT_WRITE, CLUSTER, CLUSTER_NAME, audit=False)
             or security.any_allowed(ctx, WRITE, TOPIC)):
         return {"throttle_time": 0, "error_code": CLUSTER_AUTHORIZATION_FAILED,
                 "producer_id": -1, "producer_epoch": -1}

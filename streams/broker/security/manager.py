@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import SecretStr
 
 from ..protocol import ProtocolError, RequestContext, decode_body, encode_response
-from .authorizer import AUTHORIZER_CLASSES, AclStore, Authorizer
+from .authorizer import AUTHORIZER_CLASSES, OPERATIONS, RESOURCE_TYPES, AclStore, Authorizer
 from .jaas import JaasError, plain_users
 from .listeners import Listener, ListenerError, parse_listeners
 from .sasl import (
@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from ..config import BrokerConfig
 
 log = logging.getLogger("streams.broker.security")
+audit_log = logging.getLogger("streams.broker.authorizer")
+OPERATION_NAMES = {code: name.title().replace("_", "") for name, code in OPERATIONS.items()}
+RESOURCE_NAMES = {code: name.title().replace("_", "") for name, code in RESOURCE_TYPES.items()}
 
 API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 
@@ -206,14 +209,24 @@ class BrokerSecurity:
         return self.authorizer is not None
 
     def allowed(self, ctx: RequestContext, operation: int, resource_type: int,
-                name: str) -> bool:
+                name: str, audit: bool = True) -> bool:
+        """Whether ctx's principal may do it. A refusal is logged at INFO on
+        streams.broker.authorizer, as Kafka's kafka.authorizer.logger does; `audit=False` for
+        checks that only filter (an all-topics Metadata), which Kafka does not log either."""
         if self.authorizer is None:
             return True
         session: Session | None = ctx.session
         if session is None:  # the broker's own requests
             return True
-        return self.authorizer.authorize(session.principal, session.host, operation,
-                                         resource_type, name)
+        verdict = self.authorizer.authorize(session.principal, session.host, operation,
+                                            resource_type, name)
+        if not verdict and audit and audit_log.isEnabledFor(logging.INFO):
+            audit_log.info("Principal = %s is Denied operation = %s from host = %s on resource "
+                           "= %s:%s (api_key %d, client %r)", session.principal,
+                           OPERATION_NAMES.get(operation, operation), session.host,
+                           RESOURCE_NAMES.get(resource_type, resource_type), name, ctx.api_key,
+                           ctx.client_id)
+        return verdict
 
     def authorized_operations(self, ctx: RequestContext, resource_type: int, name: str,
                               supported: tuple[int, ...]) -> int:

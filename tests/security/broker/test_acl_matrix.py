@@ -4,6 +4,7 @@ authorization (it may still fail for other reasons, e.g. an unknown member)."""
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -149,7 +150,9 @@ def broker(tmp_path_factory: pytest.TempPathFactory, pki: Pki) -> Iterator[Secur
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.api for c in CASES])
-def test_refused_then_allowed(broker: SecuredBroker, case: Case) -> None:
+def test_refused_then_allowed(broker: SecuredBroker, case: Case,
+                              caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, "streams.broker.authorizer")
     tag = uuid.uuid4().hex[:8]
     names = Names(f"m-{tag}", f"mg-{tag}", f"mx-{tag}")
     with login(broker, ADMIN, ADMIN_PW) as admin, login(broker, USER, USER_PW) as user:
@@ -163,6 +166,10 @@ def test_refused_then_allowed(broker: SecuredBroker, case: Case) -> None:
             return case.code(answer)
 
         assert ask(user) == case.refused
+        denials = [r.getMessage() for r in caplog.records
+                   if r.name == "streams.broker.authorizer"]
+        assert any(m.startswith(f"Principal = {PRINCIPAL} is Denied operation = ")
+                   for m in denials), denials  # the audit line Kafka's authorizer logger writes
         assert ask(admin) != case.refused  # the super user passes
         grant(admin, *(acl(rtype, name, PRINCIPAL, operation)
                        for rtype, name, operation in case.grants(names)))
