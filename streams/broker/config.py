@@ -83,6 +83,8 @@ class BrokerConfig(KafkaConfigModel):
     connections_max_reauth_ms: int = 0
     # A connection that failed authentication is closed this much later (Kafka's default).
     connection_failed_authentication_delay_ms: int = Field(100, ge=0)
+    # The largest request a SASL connection may send before it has authenticated (Kafka's).
+    sasl_server_max_receive_size: int = Field(524288, ge=1024)
     authorizer_class_name: str = ""
     super_users: str = ""
     allow_everyone_if_no_acl_found: bool = False

@@ -205,7 +205,8 @@ class Broker:
         )
         in_flight: set[asyncio.Task[bytes | Frame | None]] = set()
         sender = asyncio.ensure_future(self._send_responses(responses, writer, peer))
-        frames = _read_frames(reader, peer, self.config.socket_request_max_bytes)
+        frames = _read_frames(reader, peer, self.config.socket_request_max_bytes, session,
+                              self.config.sasl_server_max_receive_size)
         try:
             async for frame in frames:
                 if sender.done():
@@ -344,11 +345,14 @@ def _done_bytes(task: asyncio.Task[bytes | Frame | None] | None) -> bytes | None
     return result if type(result) is bytes else None
 
 
-async def _read_frames(reader: asyncio.StreamReader, peer: Any, max_size: int
+async def _read_frames(reader: asyncio.StreamReader, peer: Any, max_size: int,
+                       session: Session | None = None, unauthenticated_max: int = 524288
                        ) -> AsyncIterator[bytes]:
     """Request frames (without their size prefix) as they arrive. One read takes every
     request already received, so pipelined requests cost one call and no per-request buffer
-    shuffling; a frame that is not all there yet is completed with readexactly."""
+    shuffling; a frame that is not all there yet is completed with readexactly. Until a SASL
+    connection has authenticated, frames are limited to `sasl.server.max.receive.size`, so a
+    stranger cannot make the broker allocate a 100 MB request (as Kafka)."""
     buf = b""
     while True:
         try:
@@ -364,9 +368,11 @@ async def _read_frames(reader: asyncio.StreamReader, peer: Any, max_size: int
         pos, end = 0, len(buf)
         while end - pos >= 4:
             (size,) = _SIZE.unpack_from(buf, pos)
-            if size < 8 or size > max_size:
+            limit = max_size if session is None or session.authenticated \
+                else unauthenticated_max
+            if size < 8 or size > limit:
                 log.warning("closing connection from %s: request size %d outside [8, %d]",
-                            peer, size, max_size)
+                            peer, size, limit)
                 return
             start = pos + 4
             if end - start >= size:

@@ -158,6 +158,15 @@ def _metadata_after_plain(broker: SecuredBroker) -> bool:
         return bool(metadata["brokers"])
 
 
+def test_big_request_before_authentication_closes(broker: SecuredBroker) -> None:
+    """sasl.server.max.receive.size (512 KiB): a stranger cannot make the broker wait for, and
+    buffer, a 100 MB request."""
+    with _raw(broker) as conn:
+        conn.sock.sendall((10 << 20).to_bytes(4, "big") + b"\0" * 1024)
+        assert _closed(conn)
+    assert _metadata_after_plain(broker)
+
+
 def test_plaintext_listener_answers_sasl_with_illegal_state(broker: SecuredBroker) -> None:
     with Connection(broker.address("PLAINTEXT"), timeout=10) as conn:
         answer = conn.send(17, 1, {"mechanism": "PLAIN"})
