@@ -30,7 +30,8 @@ class StreamsBuilder:
         self.repartitions: list[Any] = []
         self.key_changing: set[str] = set()
         self.transparent: set[str] = set()
-        self.optimized = False
+        self.source_tables: list[tuple[str, str]] = []  # (store, input topic) of table()
+        self.optimized: set[str] = set()  # the rewrites applied
 
     # -- naming -------------------------------------------------------------------------------
 
@@ -74,6 +75,7 @@ class StreamsBuilder:
         self.topology.add_state_store(
             self.store_builder(store_name, mat, key_serde, value_serde), table_source
         )
+        self.source_tables.append((store_name, topic))
         table = KTable(self, table_source, store_name, key_serde, value_serde)
         table.offers_old_values = mat.name is not None  # Kafka materializes only named sources
         return table

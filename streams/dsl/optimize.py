@@ -13,9 +13,16 @@ Where Kafka's rules were not checked against Kafka Streams (a path through ``spl
 ``merge``, repartitions with different explicit serdes or partition counts), the repartition
 is left as it is.
 
-Not implemented: ``reuse.ktable.source.topics`` (a source table restoring from its input
-topic instead of a changelog): ``all`` applies the merge only, and asking for the reuse
-alone is an error.
+And ``reuse.ktable.source.topics``: a table read with ``builder.table(topic)`` keeps its
+store without a changelog topic; its input topic is the changelog. The store is restored from
+the input topic up to the group's committed offset (what follows is processed again, and must
+find the store as it stood before it), and its checkpoint is the consumed offset, as Kafka
+Streams does for source tables. Standby tasks do not follow such a topic (they would run
+ahead of the committed offset): a promoted task restores the table from the input topic. The
+input topic must be kept (not deleted by retention) for as long as the table needs it, and the
+table's serdes must read it as written.
+
+Not implemented: ``single.store.self.join`` (refused when named).
 """
 
 from __future__ import annotations
@@ -65,16 +72,16 @@ def parse_optimizations(value: Any) -> set[str]:
     if text in ("", NONE):
         return set()
     if text == ALL:
-        return {MERGE_REPARTITION_TOPICS}
+        return {MERGE_REPARTITION_TOPICS, REUSE_KTABLE_SOURCE_TOPICS}
     wanted = {part.strip() for part in text.split(",") if part.strip()}
     unknown = sorted(wanted - set(KNOWN))
     if unknown:
         raise ValueError(f"unknown optimization(s) {', '.join(unknown)}; expected 'none', "
                          f"'all' or a list of {', '.join(KNOWN)}")
-    unsupported = sorted(wanted - {MERGE_REPARTITION_TOPICS})
+    unsupported = sorted(wanted - {MERGE_REPARTITION_TOPICS, REUSE_KTABLE_SOURCE_TOPICS})
     if unsupported:
         raise ValueError(f"{', '.join(unsupported)} is not supported yet; "
-                         f"{MERGE_REPARTITION_TOPICS} is")
+                         f"{MERGE_REPARTITION_TOPICS} and {REUSE_KTABLE_SOURCE_TOPICS} are")
     return wanted
 
 
@@ -90,11 +97,33 @@ def optimize(builder: StreamsBuilder, config: Mapping[str, Any] | Any) -> None:
         wanted = parse_optimizations(optimization_setting(config))
     except ValueError as exc:
         raise TopologyError(f"topology.optimization: {exc}") from None
-    if MERGE_REPARTITION_TOPICS in wanted and not builder.optimized:
+    if MERGE_REPARTITION_TOPICS in wanted and MERGE_REPARTITION_TOPICS not in builder.optimized:
         merged = merge_repartition_topics(builder)
-        builder.optimized = True
+        builder.optimized.add(MERGE_REPARTITION_TOPICS)
         if merged:
             log.info("topology.optimization: merged repartition topics %s", merged)
+    if REUSE_KTABLE_SOURCE_TOPICS in wanted and \
+            REUSE_KTABLE_SOURCE_TOPICS not in builder.optimized:
+        reused = reuse_source_topics(builder)
+        builder.optimized.add(REUSE_KTABLE_SOURCE_TOPICS)
+        if reused:
+            log.info("topology.optimization: source tables restore from their input topics "
+                     "%s (no changelog topic)", reused)
+
+
+def reuse_source_topics(builder: StreamsBuilder) -> list[str]:
+    """Source tables' stores: no changelog topic, the input topic restores them."""
+    topology = builder.topology
+    reused = []
+    for store_name, topic in builder.source_tables:
+        store = topology.stores.get(store_name)
+        if store is None or not store.logging:
+            continue  # a table with logging disabled has nothing to restore
+        store.logging = False
+        store.source_changelog = topic
+        topology.internal_topics.pop(f"{store_name}-changelog", None)
+        reused.append(topic)
+    return reused
 
 
 def _compatible(first: RepartitionRecord, other: RepartitionRecord) -> bool:

@@ -252,6 +252,10 @@ class StreamTask:
     # -- setup --------------------------------------------------------------------------------
 
     def changelog_topic(self, store_name: str) -> str:
+        source = self.topology.stores[store_name].source_changelog \
+            if store_name in self.topology.stores else None
+        if source is not None:  # a source table's input topic is its changelog
+            return self.topology.resolve_topic(source, self.config.application_id)
         return f"{self.config.application_id}-{store_name}-changelog"
 
     def _logger_for(self, store_name: str) -> Callable[[bytes, bytes | None, int], None]:

@@ -62,6 +62,11 @@ class ChangelogState:
     start: dict[tuple[str, int], int | None] = field(default_factory=dict)  # None: beginning
     restored: dict[tuple[str, int], int] = field(default_factory=dict)  # next offset at end
     names: dict[tuple[str, int], str] = field(default_factory=dict)  # store name (listeners)
+    # Input topics used as changelogs (reuse.ktable.source.topics): restored only up to the
+    # group's committed offset, which the stream thread supplies once it has fetched it
+    # (records after it are processed again, and must find the store as it was before them).
+    source: set[tuple[str, int]] = field(default_factory=set)
+    limits: dict[tuple[str, int], int] = field(default_factory=dict)
 
 
 def prepare_task(task: Any, topology: Any) -> ChangelogState:
@@ -69,9 +74,12 @@ def prepare_task(task: Any, topology: Any) -> ChangelogState:
     state = ChangelogState()
     checkpoint = read_checkpoint(task.task_dir)
     for name, store in task.stores.items():
-        if not topology.stores[name].logging:
+        source = topology.stores[name].source_changelog
+        if not topology.stores[name].logging and source is None:
             continue
         tp = (task.changelog_topic(name), task.task_id.partition)
+        if source is not None:
+            state.source.add(tp)
         state.stores[tp] = store
         state.names[tp] = name
         persistent = getattr(store, "persistent", True)

@@ -118,6 +118,10 @@ class StateUpdater:
                 result[(tp.topic, tp.partition)] = changelog.next_offset
         return result
 
+    def limits_changed(self) -> None:
+        """Restore limits of input-topic changelogs arrived (TaskManager.set_restore_limits)."""
+        self._wakeup.set()
+
     def restoring(self, task_id: TaskId) -> bool:
         return task_id in self._pending
 
@@ -175,7 +179,12 @@ class StateUpdater:
             self.failure = exc
 
     async def _position_new(self) -> None:
-        new = [tp for tp, c in self._changelogs.items() if c.next_offset is None]
+        # An input topic used as changelog waits for its limit (the committed offset); a
+        # standby does not follow one at all (it would run ahead of the committed offset,
+        # which a promotion must not find), so a promoted task restores it from scratch.
+        new = [tp for tp, c in self._changelogs.items() if c.next_offset is None
+               and ((tp.topic, tp.partition) not in c.state.source
+                    or (not c.standby and (tp.topic, tp.partition) in c.state.limits))]
         if not new:
             return
         assert self._consumer is not None
@@ -191,7 +200,12 @@ class StateUpdater:
             key = (tp.topic, tp.partition)
             start = changelog.state.start.get(key)
             start = beginnings[tp] if start is None else max(start, beginnings[tp])
-            changelog.next_offset, changelog.end = start, ends[tp]
+            end = ends[tp]
+            if key in changelog.state.limits:
+                end = min(end, changelog.state.limits[key])  # an input topic: see restore.py
+                start = min(start, end)
+            ends[tp] = end
+            changelog.next_offset, changelog.end = start, end
             if changelog.standby:
                 changelog.state.restored[key] = start
                 self._tell(self.standby_listener, "on_update_start", tp, changelog.name, start)
@@ -252,6 +266,12 @@ class StateUpdater:
             changelog = self._changelogs.get(tp)
             if changelog is None or changelog is not fetching.get(tp) or not records:
                 continue  # its task was removed (or re-added) while we fetched
+            if (not changelog.standby and records[-1].offset >= changelog.end
+                    and (tp.topic, tp.partition) in changelog.state.source):
+                # an input topic used as changelog goes on past the restore limit
+                records = [r for r in records if r.offset < changelog.end]
+                if not records:
+                    continue
             restore = changelog.store.restore
             for record in records:
                 restore(record.key, record.value, record.timestamp)

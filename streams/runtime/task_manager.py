@@ -108,12 +108,28 @@ class TaskManager:
         if state is None:
             return {}
         produced = self.collector.offsets
+        task = self.tasks.get(task_id)
+        consumed = task.consumed if task is not None else {}
         result = {}
         for tp in state.stores:
-            offset = max(produced.get(tp, -1), state.restored.get(tp, -1))
+            # an input topic used as changelog: the stores reflect what was consumed
+            written = consumed.get(tp, -1) if tp in state.source else produced.get(tp, -1)
+            offset = max(written, state.restored.get(tp, -1))
             if offset >= 0:
                 result[tp] = offset
         return result
+
+    def set_restore_limits(self, offsets: dict[tuple[str, int], int]) -> None:
+        """Where each task starts consuming: input topics used as changelogs restore up to
+        there (reuse.ktable.source.topics)."""
+        changed = False
+        for state in self.changelogs.values():
+            for tp in state.source:
+                if tp in offsets and tp not in state.limits:
+                    state.limits[tp] = offsets[tp]
+                    changed = True
+        if changed:
+            self.updater.limits_changed()
 
     def close(self, task_id: TaskId, clean: bool) -> None:
         task = self.tasks.pop(task_id)

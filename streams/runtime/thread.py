@@ -593,6 +593,8 @@ class StreamThread:
             return
         for tp, offset in (*offsets.items(), *beginnings.items()):
             consumer.seek(tp, offset)
+        gen.tasks.set_restore_limits({(tp.topic, tp.partition): offset for tp, offset
+                                      in (*offsets.items(), *beginnings.items())})
 
 
 class _Listener(ConsumerRebalanceListener):

@@ -44,6 +44,9 @@ class StoreBuilder:
     window_size_ms: int | None = None
     retain_duplicates: bool = False
     changelog_config: dict[str, str] = field(default_factory=dict)
+    # topology.optimization reuse.ktable.source.topics: the input topic this (unlogged)
+    # store restores from instead of a changelog topic
+    source_changelog: str | None = None
 
     def __post_init__(self) -> None:
         if self.store_type not in STORE_TYPES:

@@ -1,4 +1,5 @@
-"""topology.optimization=all: repartition topics merged where Kafka Streams merges them.
+"""topology.optimization=all: repartition topics merged where Kafka Streams merges them, and
+source tables restored from their input topics (reuse.ktable.source.topics).
 
 The describe() of every case in optimized_cases.py is compared, text for text, with what Kafka
 Streams 4.4 prints for the same program (java/OptimizedTopologies.java, compiled against the
@@ -101,8 +102,8 @@ def test_bad_or_unsupported_setting_is_named() -> None:
     case1(builder)
     with pytest.raises(TopologyError, match="topology.optimization: unknown optimization"):
         builder.build({"topology.optimization": "fast"})
-    with pytest.raises(TopologyError, match="reuse.ktable.source.topics is not supported"):
-        builder.build({"topology.optimization": "reuse.ktable.source.topics"})
+    with pytest.raises(TopologyError, match="single.store.self.join is not supported"):
+        builder.build({"topology.optimization": "single.store.self.join"})
     with pytest.raises(ValueError, match="topology.optimization"):
         KafkaStreams(builder.build(), {"application.id": "x", "topology.optimization": "fast"})
 
@@ -140,3 +141,56 @@ def test_one_repartition_topic_on_a_broker(broker, tmp_path) -> None:
         assert repartition == [f"opt-app-{store}-repartition"]
     finally:
         assert app.close(timeout=30)
+
+
+def test_source_table_restores_from_its_input_topic(broker, tmp_path) -> None:
+    """No changelog topic for the source table; a new instance with an empty state directory
+    restores the table from the input topic, but only up to the committed offset: records
+    produced while no instance ran are processed again and find the old values (the count
+    per value moves from x to z, which it would not if the restore had read them)."""
+    create_topics(broker.bootstrap, {"tin": 1})
+
+    def start(state: str) -> KafkaStreams:
+        config = {"application.id": "reuse-app", "bootstrap.servers": broker.bootstrap,
+                  "state.dir": str(tmp_path / state), "commit.interval.ms": 100,
+                  "topology.optimization": "all"}
+        builder = StreamsBuilder()
+        table = builder.table("tin", key_serde=S, value_serde=S, materialized="tstore")
+        table.group_by(lambda k, v: (v, k), key_serde=S, value_serde=S).count("per-value")
+        app = KafkaStreams(builder.build(config), config)
+        app.start()
+        assert app.wait_for_state(State.RUNNING, timeout=60)
+        return app
+
+    def counts(app: KafkaStreams) -> dict:
+        return {v: app.store("per-value").get(v) for v in ("x", "y", "z")}
+
+    first = start("a")
+    try:
+        produce(broker.bootstrap, "tin", [(b"k1", b"x", RECENT_TS), (b"k2", b"x", RECENT_TS),
+                                          (b"k3", b"y", RECENT_TS)])
+        wait_until(lambda: counts(first) == {"x": 2, "y": 1, "z": None}, timeout=60,
+                   message="the first instance's counts")
+    finally:
+        assert first.close(timeout=30)
+
+    async def topics() -> list[str]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await admin.start()
+        try:
+            return sorted(await admin.list_topics())
+        finally:
+            await admin.close()
+    names = asyncio.run(topics())
+    assert "reuse-app-tstore-changelog" not in names
+    assert "reuse-app-per-value-changelog" in names
+
+    produce(broker.bootstrap, "tin", [(b"k2", b"z", RECENT_TS + 1)])  # while nothing runs
+    second = start("b")  # an empty state directory: everything restored
+    try:
+        wait_until(lambda: counts(second) == {"x": 1, "y": 1, "z": 1}, timeout=60,
+                   message="k2 moved from x to z after the restore")
+        assert second.store("tstore").get("k1") == "x"
+        assert second.store("tstore").get("k2") == "z"
+    finally:
+        assert second.close(timeout=30)
