@@ -8,9 +8,10 @@ import time
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from helpers import EmbeddedBroker, create_topics, wait_until
-from scrape import health, scrape, value
 
 from streams.metrics import MetricName
+
+from .scrape import health, scrape, value
 
 RECORDS = 10
 CONSUMED = 6

@@ -7,7 +7,8 @@ import sys
 from pathlib import Path
 
 from helpers import free_port, wait_until
-from scrape import health, scrape, value
+
+from .scrape import health, scrape, value
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "connect"))
 from worker_helpers import standalone, wait_running  # noqa: E402

@@ -9,9 +9,10 @@ from pathlib import Path
 
 from helpers import EmbeddedBroker, create_topics, free_port, wait_until
 from runtime.kafka_io import produce
-from scrape import scrape, value
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
+
+from .scrape import scrape, value
 
 sys.path.insert(0, str(Path(__file__).parent.parent / "connect"))
 from worker_helpers import standalone, wait_running  # noqa: E402

@@ -107,7 +107,8 @@ def _reset_repeat_filter() -> None:
 
 def test_broker_and_run_commands_take_metrics_listener(tmp_path) -> None:
     from helpers import BrokerProcess
-    from scrape import get, health
+
+    from .scrape import get, health
 
     url = f"http://127.0.0.1:{free_port()}"
     broker = BrokerProcess(tmp_path / "b", extra=["--metrics-listener", url]).start()

@@ -6,10 +6,11 @@ import math
 
 from helpers import free_port, wait_until
 from runtime.kafka_io import create_topics, produce, read_all
-from scrape import health, scrape, value
 
 from streams import KafkaStreams, Materialized, Serdes, StreamsBuilder
 from streams.metrics import MetricName
+
+from .scrape import health, scrape, value
 
 S, L = Serdes.string(), Serdes.long()
 THREAD = "kafka_streams_stream_thread_metrics_"
