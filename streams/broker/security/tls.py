@@ -63,7 +63,13 @@ def server_context(get: Lookup, listener: str) -> ssl.SSLContext:
     context.maximum_version = max(versions)
     ciphers = get("ssl.cipher.suites")
     if ciphers:
-        context.set_ciphers(":".join(c.strip() for c in ciphers.split(",") if c.strip()))
+        try:  # TLS 1.2 suites, by OpenSSL's names; TLS 1.3's own suites are always on
+            context.set_ciphers(":".join(c.strip() for c in ciphers.split(",") if c.strip()))
+        except ssl.SSLError:
+            raise ListenerError(
+                f"ssl.cipher.suites for listener {listener}: OpenSSL knows none of "
+                f"{ciphers!r}; give OpenSSL names (e.g. ECDHE-RSA-AES128-GCM-SHA256), not "
+                "Java's (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)") from None
     password = get("ssl.key.password")
     try:
         if location:

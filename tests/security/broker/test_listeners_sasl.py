@@ -215,6 +215,10 @@ def test_listener_settings_are_checked(tmp_path: Path, pki: Pki) -> None:
                       ssl_keystore_key=pki.server.key_pem.replace("\n", " "),
                       ssl_keystore_certificate_chain=pki.server.chain_pem)
     assert "SSL" in inline.contexts
+    with pytest.raises(ListenerError, match="OpenSSL names"):
+        security(listeners="SSL://127.0.0.1:0", ssl_keystore_type="PEM",
+                 ssl_keystore_location=str(pki.server.keystore),
+                 ssl_cipher_suites="TLS_NOT_A_SUITE")
     locked = make_pki(tmp_path / "locked", key_password="key-secret")
     mutual = security(listeners="SSL://127.0.0.1:0", ssl_keystore_type="PEM",
                       ssl_keystore_location=str(locked.server.keystore),
