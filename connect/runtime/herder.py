@@ -290,6 +290,9 @@ class Herder:
         """Kafka's ConfigInfos for a connector config (``PUT .../config/validate``)."""
         config = {str(k): v if v is None or isinstance(v, str) else str(v)
                   for k, v in config.items()}
+        # ${provider:path:key} values are checked resolved, as Kafka's AbstractHerder does
+        # (the stored config keeps the references).
+        config = self.config.config_transformer().resolve(config)
         class_name = config.get("connector.class") or plugin
         if not class_name:
             raise BadRequest("Connector config " + str(config) + " contains no connector type")

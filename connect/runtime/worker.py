@@ -137,7 +137,8 @@ class Worker:
         handle = self.connectors.get(name)
         if handle is None or handle.instance is None or not handle.started:
             return None
-        max_tasks = int(handle.config.get("tasks.max", "1") or 1)
+        config = self._resolve(handle.config)  # tasks.max may be a ${provider:...} reference
+        max_tasks = int(config.get("tasks.max", "1") or 1)
         instance = handle.instance
         try:
             configs = await call(instance.task_configs, max_tasks)
@@ -145,7 +146,7 @@ class Worker:
             self._connector_status(name, Status.failed(self.worker_id, exc))
             return None
         if len(configs) > max_tasks and \
-                str(handle.config.get("tasks.max.enforce", "true")).lower() != "false":
+                str(config.get("tasks.max.enforce", "true")).lower() != "false":
             exc = ValueError(f"The connector {name} has generated {len(configs)} tasks, which is "
                              f"greater than {max_tasks}, the maximum number of tasks it is "
                              "configured to create.")

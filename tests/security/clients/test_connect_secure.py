@@ -75,12 +75,13 @@ def test_distributed_worker_over_sasl_ssl(secure_kafka: SecureKafka, tmp_path: P
     source_file, sink_file = tmp_path / "in.txt", tmp_path / "out.txt"
     source_file.write_text("".join(f"line-{i}\n" for i in range(20)))
     monkeypatch.setenv("SEC_SINK_FILE", str(sink_file))
+    monkeypatch.setenv("SEC_TASKS_MAX", "1")
     props, url = worker_properties(tmp_path, secure_kafka, secrets)
     worker = WorkerProcess(["distributed", str(props)], tmp_path / "worker.log", url).start()
     try:
         code, body = http("PUT", f"{url}/connectors/sec-source/config", {
             "connector.class": "FileStreamSource", "file": str(source_file),
-            "topic": "sec-lines", "tasks.max": "1"})
+            "topic": "sec-lines", "tasks.max": "${env:SEC_TASKS_MAX}"})  # checked resolved
         assert code == 201, body
         sink = {"connector.class": "FileStreamSink", "file": "${env:SEC_SINK_FILE}",
                 "topics": "sec-lines", "tasks.max": "1",
