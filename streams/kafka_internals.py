@@ -13,6 +13,7 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
 - cluster metadata on demand: a refresh now, and every topic with its partitions (Connect's
   config/offset/status logs and the Spark source's planning);
 - a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups);
+- a client stopped all the way when aiokafka's own stop is cut short (``stop_client``);
 - a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
   which a changelog restore under exactly-once must reach (see ``high_watermarks``).
 Everything else uses aiokafka's public API.
@@ -153,6 +154,39 @@ async def cluster_metadata(client: AIOKafkaConsumer | AIOKafkaProducer) -> Clust
     (the public ``consumer.topics()`` drops the partitions). Asking for all topics never
     auto-creates one."""
     return await client_of(client).fetch_all_metadata()
+
+
+async def stop_client(client: AIOKafkaConsumer | AIOKafkaProducer) -> None:
+    """Stop an aiokafka consumer or producer all the way, never raising but for our own
+    cancellation.
+
+    aiokafka's ``stop()`` awaits tasks it has just cancelled and can raise their
+    CancelledError part way through (seen in the consumer's fetcher during a broker restart);
+    what comes after it is skipped, and a half-stopped client lives on: a consumer still in
+    the group, heartbeating as a member that never polls, holding its tasks until
+    max.poll.interval.ms (5 minutes); a producer retrying its batches forever. When that
+    happens, close the network client behind it too, which ends its connections.
+    """
+    name = type(client).__name__
+    try:
+        await client.stop()
+        return
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise  # we are being cancelled, not just a client's inner task
+        log.info("stopping the %s was cut short inside aiokafka (%r): closing its connections",
+                 name, exc)
+    except Exception as exc:
+        log.info("stopping the %s failed (%r): closing its connections", name, exc)
+    try:
+        await client_of(client).close()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+    except Exception as exc:
+        log.debug("closing the %s's connections failed: %r", name, exc)
 
 
 async def high_watermarks(consumer: AIOKafkaConsumer,

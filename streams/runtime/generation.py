@@ -17,6 +17,7 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
 from ..kafka_batching import RecordCollector
+from ..kafka_internals import stop_client
 from .assignor import StreamsPartitionAssignor
 from .committer import Committer
 from .state_updater import StateUpdater
@@ -45,17 +46,16 @@ class ClientGeneration:
         """Stop the clients and close whatever task is left (dirty: nothing of it was
         committed by this generation's producer after this point)."""
         self.closed = True
-        await self.updater.close()
+        # Every step runs whatever the one before raised: a consumer left running here stays
+        # in the group as a member that never polls (see kafka_internals.stop_client).
+        try:
+            await self.updater.close()
+        except asyncio.CancelledError:
+            if asyncio.current_task().cancelling():  # type: ignore[union-attr]
+                raise  # the app is being stopped
+            log.info("closing the state updater was cancelled inside aiokafka")
         for client in (self.consumer, self.producer):
-            try:
-                await client.stop()
-            except asyncio.CancelledError as exc:
-                if asyncio.current_task().cancelling():  # type: ignore[union-attr]
-                    raise  # the app is being stopped
-                log.debug("stopping %s was cancelled inside aiokafka: %r",
-                          type(client).__name__, exc)
-            except Exception as exc:
-                log.debug("stopping %s failed: %r", type(client).__name__, exc)
+            await stop_client(client)
         leftover = self.tasks.close_all(clean=False)
         if leftover:
             log.warning("generation %d ended with %d task(s) still open; closed them dirty",

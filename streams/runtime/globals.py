@@ -12,7 +12,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from ..kafka_internals import wait_on_metadata
+from ..kafka_internals import stop_client, wait_on_metadata
 from ..processor.global_task import GlobalStoreFeeder
 from ..processor.task import InboundRecord, TaskConfig
 from ..state.stores import StoreInitContext
@@ -67,5 +67,5 @@ class GlobalStores:
         self._apply(await self.consumer.getmany(timeout_ms=0))
 
     async def close(self) -> None:
-        await self.consumer.stop()
+        await stop_client(self.consumer)
         self.feeder.close()

@@ -28,7 +28,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from ..kafka_internals import fetch_position, high_watermarks
+from ..kafka_internals import fetch_position, high_watermarks, stop_client
 from ..processor.api import TaskId
 from .restore import ChangelogState
 
@@ -145,8 +145,7 @@ class StateUpdater:
                 await runner
         consumer, self._consumer = self._consumer, None
         if consumer is not None:
-            with contextlib.suppress(Exception):
-                await consumer.stop()
+            await stop_client(consumer)
         self._changelogs.clear()
         self._pending.clear()
         self._standbys.clear()

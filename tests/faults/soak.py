@@ -55,6 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standbys", type=int, default=None, help="num.standby.replicas")
     parser.add_argument("--outage", type=float, default=30.0, help="broker outage seconds")
     parser.add_argument("--per-chunk", type=int, default=200, help="input records per chunk")
+    parser.add_argument("--keep", action="store_true", help="keep passing runs' directories")
     parser.add_argument("--kafka", choices=("bundled", "reference"), default="bundled",
                         help="our broker or Apache Kafka (tests/reference/kafka.py)")
     args = parser.parse_args(argv)
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
                               kafka=args.kafka)
         results.append(result)
         print(result.report(), flush=True)
-        if result.ok:
+        if result.ok and not args.keep:
             shutil.rmtree(workdir, ignore_errors=True)
         else:
             print(f"   reproduce: python -m tests.faults.soak --seed {run_seed} --minutes 0 "

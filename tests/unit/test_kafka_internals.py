@@ -158,3 +158,45 @@ def test_high_watermarks_reach_past_an_open_transaction(broker) -> None:
             await producer.stop()
 
     asyncio.run(run())
+
+
+def test_a_generation_stops_its_consumer_when_the_updater_close_is_cut_short(broker) -> None:
+    """aiokafka's stop() can raise a CancelledError of its own part way (a broker restart
+    mid-fetch). A generation whose state updater's close raised so must still stop its main
+    consumer: left running, it stayed in the group as a member that never polled, holding
+    its tasks for max.poll.interval.ms (5 minutes; soak seed 910029)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    from streams.runtime.generation import ClientGeneration
+
+    create_topics(broker.bootstrap, {TOPIC: 1})
+
+    class CutShortUpdater:
+        async def close(self) -> None:
+            raise asyncio.CancelledError("inside aiokafka")
+
+    class NoTasks:
+        def close_all(self, clean: bool) -> int:
+            return 0
+
+    async def members() -> int:
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await admin.start()
+        try:
+            [response] = await admin.describe_consumer_groups([GROUP])
+            [group] = response.to_object()["groups"]
+            return len(group["members"])
+        finally:
+            await admin.close()
+
+    async def run() -> None:
+        consumer = await _joined_consumer(broker.bootstrap)
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+        await producer.start()
+        assert await members() == 1
+        gen = ClientGeneration(1, consumer, producer, None, NoTasks(), None,  # type: ignore[arg-type]
+                               CutShortUpdater())  # type: ignore[arg-type]
+        await gen.close()  # no exception: the cancellation was not ours
+        assert await members() == 0
+
+    asyncio.run(run())
