@@ -195,9 +195,9 @@ def _retrying(read: Callable[[], T]) -> T:
 class ReadOnlyStoreView:
     """What ``KafkaStreams.store(name)`` returns: reads over every local task's store.
 
-    Scans (``all``, ``range``, ``fetch`` over a time range...) read one task's store at a time
-    into a list, so a conflict with the stream thread's writes is retried for that store
-    without giving anything twice; single-key reads are retried as they are."""
+    Reads that meet a borrow conflict with the stream thread's writes are retried: single-key
+    reads as they are, scans (``all``, ``range``, ``fetch`` over a time range...) from where
+    they stood (see ``_scan``)."""
 
     def __init__(self, name: str, app: KafkaStreams) -> None:
         self.name = name
@@ -230,8 +230,26 @@ class ReadOnlyStoreView:
         return None
 
     def _scan(self, read: Callable[[Any], Any]) -> Iterator[Any]:
+        """Each task's store in turn, lazily. A borrow conflict with the stream thread in the
+        middle of a store's scan starts that scan again past the entries already given (a
+        scan is as fresh as the moment it reads, as Kafka's; it is not a snapshot)."""
         for store in self._stores():
-            yield from self._read(lambda store=store: list(read(store)))
+            given = 0
+            for attempt in range(BORROW_RETRIES):
+                try:
+                    for index, item in enumerate(read(store)):
+                        if index >= given:
+                            given += 1
+                            yield item
+                    break
+                except RuntimeError as exc:
+                    if "is closed" in str(exc):
+                        raise InvalidStateStoreError(
+                            f"store {self.name!r} is not available right now (its task was "
+                            "closed or moved); retry") from exc
+                    if not _borrow_conflict(exc) or attempt == BORROW_RETRIES - 1:
+                        raise
+                    time.sleep(min(0.001 * (attempt + 1), 0.02))
 
     # key-value stores
     def get(self, key: Any) -> Any:
