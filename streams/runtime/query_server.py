@@ -21,8 +21,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import errno
 import json
 import logging
+import socket
 import threading
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -164,10 +166,7 @@ class QueryServer:
         self._runner = web.AppRunner(web_app, access_log=None)
         await self._runner.setup()
         try:
-            # application.server names the address others reach us at; bind every interface
-            # when it is not a local one (a container's published host name, say).
-            site = web.TCPSite(self._runner, self.host_info.host, self.host_info.port)
-            await site.start()
+            await self._bind()
         except OSError as exc:
             await self._runner.cleanup()
             started.append(exc)
@@ -182,6 +181,21 @@ class QueryServer:
         finally:
             await self._session.close()
             await self._runner.cleanup()
+
+    async def _bind(self) -> None:
+        """Listen on application.server's host; when that names an address this machine does
+        not have (a load balancer's or a container's published name), on every interface."""
+        assert self._runner is not None
+        try:
+            await web.TCPSite(self._runner, self.host_info.host, self.host_info.port).start()
+        except OSError as exc:
+            if exc.errno not in (errno.EADDRNOTAVAIL, socket.EAI_NONAME) and \
+                    not isinstance(exc, socket.gaierror):
+                raise
+            log.info("application.server host %s is not an address of this machine (%s); "
+                     "serving queries on every interface, port %d", self.host_info.host, exc,
+                     self.host_info.port)
+            await web.TCPSite(self._runner, None, self.host_info.port).start()
 
     def stop(self) -> None:
         loop, stopped = self._loop, self._stopped

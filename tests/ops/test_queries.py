@@ -169,3 +169,26 @@ def test_streams_run_serves_the_query_endpoint(broker, tmp_path) -> None:
             proc.kill()
             proc.wait(10)
         log.close()
+
+
+def test_query_server_binding(tmp_path) -> None:
+    """A host this machine does not have (a published name) serves on every interface; a port
+    in use fails naming application.server."""
+    import socket
+
+    from streams.runtime.query_server import QueryServer
+
+    app = KafkaStreams(topology(), config("127.0.0.1:1", str(tmp_path), None))
+    port = free_port()
+    server = QueryServer(app, f"name-of-a-load-balancer.invalid:{port}").start()
+    try:
+        status, body = http_get(f"http://127.0.0.1:{port}/stores/{COUNTS}/all")
+        assert status in (200, 503) and isinstance(body, dict)
+    finally:
+        server.stop()
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        taken = busy.getsockname()[1]
+        with pytest.raises(OSError, match=f"application.server=127.0.0.1:{taken}"):
+            QueryServer(app, f"127.0.0.1:{taken}").start()
