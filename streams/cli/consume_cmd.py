@@ -121,8 +121,11 @@ def render(record: ConsumerRecord, fmt: Format) -> bytes:
     """One output line, fields in the order of Kafka's DefaultMessageFormatter."""
     fields = []
     if fmt.timestamp:
-        kind = "LogAppendTime" if record.timestamp_type == 1 else "CreateTime"
-        fields.append(f"{kind}:{record.timestamp}".encode())
+        if record.timestamp is None or record.timestamp < 0:
+            fields.append(b"NO_TIMESTAMP")
+        else:
+            kind = "LogAppendTime" if record.timestamp_type == 1 else "CreateTime"
+            fields.append(f"{kind}:{record.timestamp}".encode())
     if fmt.partition:
         fields.append(f"Partition:{record.partition}".encode())
     if fmt.offset:
