@@ -220,18 +220,19 @@ class ReferenceKafka:
         return self.start()
 
 
-def reference_unavailable() -> str | None:
-    """Why Apache Kafka cannot run here (no java, no jars and no mvn, a failed download)."""
+def reference_unavailable(who: str = "--kafka=reference") -> str | None:
+    """Why Apache Kafka cannot run here (no java, no jars and no mvn, a failed download), as a
+    skip reason that starts with ``who``; None when it can (its jars are then prepared)."""
     import shutil
 
     from reference import kafka
 
     if shutil.which("java") is None:
-        return "--kafka=reference needs java on PATH"
+        return f"{who} needs java on PATH"
     if not kafka.prepared() and shutil.which("mvn") is None:
-        return "--kafka=reference needs mvn on PATH (or jars from `make kafka-reference`)"
+        return f"{who} needs mvn on PATH (or jars from `make kafka-reference`)"
     try:
         kafka.prepare()
     except kafka.PrepareError as exc:
-        return f"--kafka=reference: Apache Kafka's jars cannot be prepared: {exc}"
+        return f"{who}: Apache Kafka's jars cannot be prepared: {exc}"
     return None

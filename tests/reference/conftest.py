@@ -6,12 +6,11 @@ line saying why; that is the only skip allowed here.
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from helpers import EmbeddedBroker, free_port
+from helpers import EmbeddedBroker, free_port, reference_unavailable
 
 from . import kafka
 from .compare import Pair, Side, common_versions
@@ -20,15 +19,7 @@ from .wire import api_versions
 
 def unavailable() -> str | None:
     """Why the reference Kafka cannot run here, or None."""
-    if shutil.which("java") is None:
-        return "reference Kafka tests need java on PATH"
-    if not kafka.prepared() and shutil.which("mvn") is None:
-        return "reference Kafka tests need mvn on PATH (or jars from `make kafka-reference`)"
-    try:
-        kafka.prepare()
-    except kafka.PrepareError as exc:
-        return f"reference Kafka jars cannot be prepared: {exc}"
-    return None
+    return reference_unavailable("the reference Kafka")
 
 
 @pytest.fixture(scope="session")

@@ -5,12 +5,12 @@ as a single-file source program)."""
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import reference_unavailable
 from tests.security.broker.conftest import ADMIN, ADMIN_PW, SecuredBroker
 from tests.security.certs import Pki
 
@@ -22,14 +22,9 @@ SOURCE = Path(__file__).parent / "java" / "JavaClientsCheck.java"
 def _libs() -> Path:
     from tests.reference import kafka
 
-    if shutil.which("java") is None:
-        pytest.skip("the Java client check needs java on PATH")
-    if not kafka.prepared() and shutil.which("mvn") is None:
-        pytest.skip("the Java client check needs mvn on PATH (or jars from make kafka-reference)")
-    try:
-        kafka.prepare()
-    except kafka.PrepareError as exc:
-        pytest.skip(f"reference Kafka jars cannot be prepared: {exc}")
+    reason = reference_unavailable("the Java client check")
+    if reason:
+        pytest.skip(reason)
     return kafka.LIBS
 
 

@@ -6,7 +6,6 @@ Skips (one line) only when Java or Kafka's jars are unavailable, like every refe
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import EmbeddedBroker, free_port
+from tests.helpers import EmbeddedBroker, free_port, reference_unavailable
 from tests.reference.wire import Connection
 from tests.security.broker.conftest import ADMIN, ADMIN_PW, ALICE, ALICE_PW, JAAS
 
@@ -32,23 +31,9 @@ SETTINGS = {
 TOPIC = "diff-topic"
 
 
-def _unavailable() -> str | None:
-    from tests.reference import kafka
-
-    if shutil.which("java") is None:
-        return "reference Kafka tests need java on PATH"
-    if not kafka.prepared() and shutil.which("mvn") is None:
-        return "reference Kafka tests need mvn on PATH (or jars from `make kafka-reference`)"
-    try:
-        kafka.prepare()
-    except kafka.PrepareError as exc:
-        return f"reference Kafka jars cannot be prepared: {exc}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    reason = _unavailable()
+    reason = reference_unavailable("the reference Kafka")
     if reason:
         pytest.skip(reason)
     from tests.reference import kafka
