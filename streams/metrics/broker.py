@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from .listener import ServedMetrics
 from .registry import GAUGE, Histogram, MetricsRegistry, Sample
 
 log = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ def api_name(api_key: int) -> str:
         return f"Api{api_key}"
 
 
-class BrokerMetrics:
+class BrokerMetrics(ServedMetrics):
     """Every metric of one broker. ``broker`` is read duck-typed (metrics sits below it)."""
 
     def __init__(self, broker: Any, listener: str | None = None) -> None:
@@ -69,7 +70,6 @@ class BrokerMetrics:
         self.topics: dict[str, TopicStats] = {}
         self.requests: dict[int, RequestStats] = {}
         self.started_at = time.time()
-        self._server: Any = None
         self._register()
 
     # -- the request path ---------------------------------------------------------------------
@@ -223,18 +223,4 @@ class BrokerMetrics:
                          "uptime_s": round(time.time() - self.started_at, 1)}
 
     async def start(self) -> None:
-        if not self.listener:
-            return
-        from .http import MetricsServer
-
-        self._server = MetricsServer(self.listener, self.registry, self.health)
-        await self._server.start()
-
-    @property
-    def url(self) -> str | None:
-        return self._server.url if self._server is not None else None
-
-    async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            await server.stop()
+        await self.serve(self.listener, self.registry, self.health)

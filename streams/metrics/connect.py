@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .listener import parse_listener
+from .listener import ServedMetrics, parse_listener
 from .registry import COUNTER, GAUGE, MetricsRegistry, Sample
 
 DOMAIN = "kafka.connect"
@@ -105,12 +105,11 @@ def _task_samples(runner: Any, tags: dict[str, Any]) -> Iterator[Sample]:
                  getattr(dlq, "produce_failures", 0), "Dead-letter writes that failed")
 
 
-class ConnectMetricsServer:
+class ConnectMetricsServer(ServedMetrics):
     """``metrics.listener`` of a worker: /metrics and /health (200 once the worker joined)."""
 
     def __init__(self, metrics: ConnectMetrics) -> None:
         self.metrics = metrics
-        self._server: Any = None
 
     def health(self) -> tuple[bool, dict[str, Any]]:
         herder = self.metrics.herder()
@@ -121,18 +120,4 @@ class ConnectMetricsServer:
                        "tasks": len(worker.tasks) if worker is not None else 0}
 
     async def start(self) -> None:
-        if not self.metrics.listener:
-            return
-        from .http import MetricsServer
-
-        self._server = MetricsServer(self.metrics.listener, self.metrics.registry, self.health)
-        await self._server.start()
-
-    @property
-    def url(self) -> str | None:
-        return self._server.url if self._server is not None else None
-
-    async def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            await server.stop()
+        await self.serve(self.metrics.listener, self.metrics.registry, self.health)
