@@ -557,3 +557,16 @@ class ClientConfigs:
 
     def __repr__(self) -> str:
         return f"ClientConfigs({self.masked()!r})"
+
+
+def client_configs_field(value: Any, roles: Mapping[str, ClientRole],
+                         owned: Mapping[str, str | None] | None = None) -> ClientConfigs | None:
+    """The ``client_configs`` field of a config model (a pydantic ``before`` validator's body):
+    None and an already checked ClientConfigs pass, client properties are checked now; a
+    problem is a plain ValueError, so pydantic reports it with its message naming the key."""
+    if value is None or isinstance(value, ClientConfigs):
+        return value
+    try:
+        return ClientConfigs(value, roles, owned)
+    except ClientConfigError as exc:
+        raise ValueError(str(exc)) from None

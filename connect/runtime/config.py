@@ -22,9 +22,8 @@ from streams.client_config import (
     COMMON_KEYS,
     JVM_ONLY_KEYS,
     SECURITY_KEYS,
-    ClientConfigError,
-    ClientConfigs,
     ClientRole,
+    client_configs_field,
     mask,
 )
 from streams.config import ConfigError, KafkaConfigModel, read_properties
@@ -100,12 +99,7 @@ class WorkerConfig(KafkaConfigModel):
     @field_validator("client_configs", mode="before")
     @classmethod
     def _client_configs(cls, value: Any) -> Any:
-        if value is None or isinstance(value, ClientConfigs):
-            return value
-        try:
-            return ClientConfigs(value, WORKER_ROLES)
-        except ClientConfigError as exc:
-            raise ValueError(str(exc)) from None
+        return client_configs_field(value, WORKER_ROLES)
 
     @field_validator("connector_client_config_override_policy")
     @classmethod

@@ -20,8 +20,7 @@ from ..client_config import (
     STREAMS_PREFIXES,
     STREAMS_ROLES,
     TUNING_KEYS,
-    ClientConfigError,
-    ClientConfigs,
+    client_configs_field,
     is_client_key,
 )
 from ..config import KafkaConfigModel
@@ -106,12 +105,7 @@ class StreamsConfig(KafkaConfigModel):
     @field_validator("client_configs", mode="before")
     @classmethod
     def _client_configs(cls, value: Any) -> Any:
-        if value is None or isinstance(value, ClientConfigs):
-            return value
-        try:
-            return ClientConfigs(value, STREAMS_ROLES, STREAMS_OWNED)
-        except ClientConfigError as exc:
-            raise ValueError(str(exc)) from None
+        return client_configs_field(value, STREAMS_ROLES, STREAMS_OWNED)
 
     def client_kwargs(self, role: str) -> dict[str, Any]:
         """aiokafka arguments of one client of the runtime: ``main.consumer``,
