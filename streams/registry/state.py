@@ -44,15 +44,16 @@ def schema_key(subject: str, version: int) -> dict[str, Any]:
 
 
 def config_key(subject: str | None) -> dict[str, Any]:
-    key: dict[str, Any] = {"keytype": "CONFIG"}
-    if subject is not None:
-        key["subject"] = subject
-    key["magic"] = 0
-    return key
+    return _setting_key("CONFIG", subject)
 
 
 def mode_key(subject: str | None) -> dict[str, Any]:
-    key: dict[str, Any] = {"keytype": "MODE"}
+    return _setting_key("MODE", subject)
+
+
+def _setting_key(keytype: str, subject: str | None) -> dict[str, Any]:
+    """A CONFIG or MODE key: the subject's, or the global one (no ``subject``), in SR's order."""
+    key: dict[str, Any] = {"keytype": keytype}
     if subject is not None:
         key["subject"] = subject
     key["magic"] = 0
