@@ -1,6 +1,7 @@
 """`streams app reset`: kafka-streams-application-reset for our (and Kafka's) applications.
 
     streams app reset --application-id ID --input-topics T[,T] [--intermediate-topics T[,T]]
+        [--internal-topics T[,T]]
         --bootstrap-servers BS [--to-earliest|--to-latest|--to-offset N|--to-datetime ISO|
         --shift-by N|--by-duration PnDTnHnMnS] [--dry-run]
 
@@ -31,6 +32,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                            help="user input topics: offsets reset (earliest by default)")
     resetting.add_argument("--intermediate-topics", default="", metavar="T[,T]",
                            help="user topics both written and read: offsets to the end")
+    resetting.add_argument("--internal-topics", metavar="T[,T]",
+                           help="delete only these of the application's internal topics "
+                                "(default: every one, inferred from their names)")
     add_scenario_arguments(resetting, default_earliest=True)
     resetting.add_argument("--dry-run", action="store_true",
                            help="print what would be done, change nothing")
@@ -48,7 +52,9 @@ async def reset_app(args: argparse.Namespace) -> int:
     try:
         plan = await reset.reset_application(args.bootstrap_servers, args.application_id,
                                              inputs, intermediate, spec, args.dry_run,
-                                             client_kwargs=connection_kwargs(args))
+                                             client_kwargs=connection_kwargs(args),
+                                             internal_topics=None if args.internal_topics is None
+                                             else _topics(args.internal_topics))
     except reset.ResetError as exc:
         raise CliError(str(exc)) from None
     if args.dry_run:
@@ -66,6 +72,7 @@ async def reset_app(args: argparse.Namespace) -> int:
         print(f"Topic: {change.partition.topic} Partition: {change.partition.partition} "
               f"Offset: {change.new} (end of intermediate topic)")
     print("Done.")
-    print(f"Deleting inferred internal topics [{', '.join(plan.internal_topics)}]")
+    which = "inferred" if args.internal_topics is None else "specified"
+    print(f"Deleting {which} internal topics [{', '.join(plan.internal_topics)}]")
     print("Done.")
     return 0

@@ -274,11 +274,13 @@ def is_internal_topic(topic: str, application_id: str) -> bool:
 async def reset_application(bootstrap: str, application_id: str, input_topics: list[str],
                             intermediate_topics: list[str] | None = None,
                             spec: OffsetSpec | None = None, dry_run: bool = False,
-                            client_kwargs: dict[str, Any] | None = None) -> ResetPlan:
+                            client_kwargs: dict[str, Any] | None = None,
+                            internal_topics: list[str] | None = None) -> ResetPlan:
     """Reset an application (no instance may be running): input topics' offsets to ``spec``
     (earliest by default), intermediate topics' to their end, internal topics deleted (and
-    their committed offsets with them). With ``dry_run`` nothing changes; the plan says what
-    would."""
+    their committed offsets with them): all of the application's, or only ``internal_topics``
+    (each must be one of them, as Kafka's ``--internal-topics``). With ``dry_run`` nothing
+    changes; the plan says what would."""
     spec = spec or OffsetSpec("earliest")
     kwargs = {"bootstrap_servers": bootstrap, **(client_kwargs or {})}
     admin = AIOKafkaAdminClient(**kwargs)
@@ -300,7 +302,15 @@ async def reset_application(bootstrap: str, application_id: str, input_topics: l
         middle = await topic_partitions(admin, intermediate_topics or ())
         ends = await target_offsets(consumer, middle, current, OffsetSpec("latest"))
         plan.intermediate = [OffsetChange(tp, current.get(tp), ends[tp]) for tp in middle]
-        plan.internal_topics = sorted(t for t in existing if is_internal_topic(t, application_id))
+        inferred = sorted(t for t in existing if is_internal_topic(t, application_id))
+        if internal_topics is not None:
+            foreign = sorted(set(internal_topics) - set(inferred))
+            if foreign:
+                raise ResetError(f"not internal topics of application {application_id!r}: "
+                                 f"{', '.join(foreign)} (its internal topics: "
+                                 f"{', '.join(inferred) or 'none'})")
+            inferred = sorted(set(internal_topics))
+        plan.internal_topics = inferred
         if dry_run:
             return plan
         await commit_offsets(admin, application_id, {**new, **ends})

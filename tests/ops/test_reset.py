@@ -103,6 +103,12 @@ def test_reset_and_clean_up_recompute_from_scratch(broker, tmp_path) -> None:
     assert f"Topic: {INPUT} Partition: 0 Offset: 0" in dry.stdout
     assert all(t in dry.stdout for t in internal)
     assert internal <= topics(bs)  # nothing deleted
+    one = sorted(internal)[0]
+    subset = reset_cli(bs, "--dry-run", "--internal-topics", one)
+    assert subset.returncode == 0 and f"Deleting specified internal topics [{one}]" in subset.stdout
+    foreign = reset_cli(bs, "--dry-run", "--internal-topics", INPUT)
+    assert foreign.returncode == 1 and "not internal topics" in foreign.stderr
+    assert "Traceback" not in foreign.stderr
 
     done = reset_cli(bs)
     assert done.returncode == 0, done.stderr
