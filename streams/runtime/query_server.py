@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
+from ..processor.api import TaskId
 from ..serde import (
     BytesSerde,
     DoubleSerde,
@@ -258,9 +259,23 @@ class QueryServer:
             raise QueryError(503, f"the instance owning this key ({owner}) did not answer: "
                                   f"{exc!r}") from None
 
+    def _require_running_task(self, store: str, key: Any) -> None:
+        """A key whose task is here but still restoring (or already leaving) is unavailable
+        (503), not absent (404), as Kafka's InvalidStateStoreException says."""
+        meta = self.app.query_metadata_for_key(store, key)
+        metadata = self.app._metadata  # noqa: SLF001 - same runtime package
+        thread = self.app._stream_thread  # noqa: SLF001
+        if meta.partition < 0 or metadata is None or thread is None:
+            return
+        task = TaskId(metadata.store_sub[store], meta.partition)
+        if task not in thread.tasks or task in thread.restoring:
+            raise QueryError(503, f"store {store!r} of task {task} is not queryable here right "
+                                  "now (restoring, or moving between instances); retry")
+
     def _answer_key(self, store: str, kind: str, key: Any, request: web.Request
                     ) -> web.Response:
         try:
+            self._require_running_task(store, key)
             view = self.app.store(store)
             if kind == "kv":
                 value = view.get(key)
