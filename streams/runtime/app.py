@@ -408,17 +408,21 @@ class KafkaStreams:
         return HostInfo.parse(server) if server else None
 
     def query_metadata_for_key(self, store_name: str, key: Any,
-                               key_serializer: Serde[Any] | Callable[[Any], bytes] | None = None
-                               ) -> KeyQueryMetadata:
+                               key_serializer: Serde[Any] | Callable[[Any], bytes] | None = None,
+                               *, partitioner: Callable[[str, Any, Any, int], int | None]
+                               | None = None) -> KeyQueryMetadata:
         """Which instance holds ``key`` in ``store_name`` (``KeyQueryMetadata.NOT_AVAILABLE``
         before the first assignment, or when no instance set ``application.server``). The key
         is serialized with ``key_serializer`` (a Serde or a function returning bytes), else
-        with the store's key serde, and hashed as Kafka's default partitioner does."""
+        with the store's key serde, and hashed as Kafka's default partitioner does; an input
+        written with a custom partitioner passes it as ``partitioner(topic, key, value,
+        partitions)`` (Kafka's ``StreamPartitioner``; value is None)."""
         self._check_store(store_name)
         metadata = self._metadata
         if metadata is None:
             return KeyQueryMetadata.NOT_AVAILABLE
-        return metadata.key_query_metadata(store_name, key, self._local_host(), key_serializer)
+        return metadata.key_query_metadata(store_name, key, self._local_host(), key_serializer,
+                                           partitioner)
 
     def streams_metadata_for_store(self, store_name: str) -> list[StreamsMetadata]:
         """Every instance (with an ``application.server``) that holds part of the store."""

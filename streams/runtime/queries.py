@@ -126,7 +126,8 @@ class StreamsMetadataState:
                 if name in m.state_store_names or name in m.standby_state_store_names]
 
     def key_query_metadata(self, store: str, key: Any, local: HostInfo | None,
-                           key_serializer: Serde[Any] | Callable[[Any], bytes] | None = None
+                           key_serializer: Serde[Any] | Callable[[Any], bytes] | None = None,
+                           partitioner: Callable[[str, Any, Any, int], int | None] | None = None
                            ) -> KeyQueryMetadata:
         if store in self.topology.global_stores:  # every instance holds all of it
             return KeyQueryMetadata(local or HostInfo.unavailable(), [], -1)
@@ -138,8 +139,11 @@ class StreamsMetadataState:
                     for t in topics)
         if count <= 0:
             return KeyQueryMetadata.NOT_AVAILABLE
-        data = _serialize_key(key_serializer or self._store_key_serde(store), topics[0], key)
-        partition = default_partition(data, count)
+        chosen = partitioner(topics[0], key, None, count) if partitioner is not None else None
+        if chosen is None:  # a StreamPartitioner may return None: the default partitioner
+            data = _serialize_key(key_serializer or self._store_key_serde(store), topics[0], key)
+            chosen = default_partition(data, count)
+        partition = chosen
         task = TaskId(sub, partition)
         active = next((h for h, ts in self.hosts.items() if task in ts), None)
         if active is None:

@@ -79,3 +79,24 @@ def test_old_and_garbled_user_data_decode_safely() -> None:
     assert AssignmentInfo.decode(b'["0_1", "1_0"]').tasks == [TaskId(0, 1), TaskId(1, 0)]
     assert AssignmentInfo.decode(b"\x00garbage") == AssignmentInfo()
     assert MemberInfo.decode(b'{"process": "p", "endpoint": "h:1"}').endpoint == "h:1"
+
+
+def test_a_custom_partitioner_decides_the_partition() -> None:
+    topo = topology()
+    layout = plan_layout(topo, "ops-app", {INPUT: 4})
+    assignor = StreamsPartitionAssignor(layout, MemberInfo)
+    result = assignor.assign(Cluster({INPUT: 4}),
+                             {"m1": subscription(MemberInfo("p1", endpoint="a:1"))})
+    state = StreamsMetadataState(AssignmentInfo.decode(result["m1"].user_data), layout, topo,
+                                 Serdes.bytes())
+    calls = []
+
+    def by_length(topic, key, value, partitions):
+        calls.append((topic, key, value, partitions))
+        return len(key) % partitions
+
+    meta = state.key_query_metadata(COUNTS, "abcde", None, partitioner=by_length)
+    assert meta == KeyQueryMetadata(HostInfo("a", 1), [], 1)
+    assert calls == [(INPUT, "abcde", None, 4)]
+    fallback = state.key_query_metadata(COUNTS, "abcde", None, partitioner=lambda *a: None)
+    assert fallback.partition == default_partition(b"abcde", 4)
