@@ -51,12 +51,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     resetting = groups_sub.add_parser(
         "reset-offsets", help="move a group's committed offsets (the group must be inactive)")
     resetting.add_argument("--group", required=True)
-    topics = resetting.add_mutually_exclusive_group(required=True)
+    topics = resetting.add_mutually_exclusive_group()
     topics.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]",
                         help="topic (optionally only some partitions); repeatable")
     topics.add_argument("--all-topics", action="store_true",
                         help="every topic the group has committed offsets for")
-    add_scenario_arguments(resetting)
+    add_scenario_arguments(resetting, extra=True)
+    resetting.add_argument("--export", action="store_true",
+                           help="print the plan as CSV (topic,partition,offset), the format "
+                                "--from-file reads")
     mode = resetting.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
     mode.add_argument("--execute", action="store_true", help="commit the new offsets")
@@ -74,10 +77,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         add_bootstrap_argument(parser)
 
 
-def add_scenario_arguments(parser: argparse.ArgumentParser, default_earliest: bool = False
-                           ) -> None:
-    """Kafka's reset scenarios (exactly one; with ``default_earliest`` none means earliest)."""
+def add_scenario_arguments(parser: argparse.ArgumentParser, default_earliest: bool = False,
+                           extra: bool = False) -> None:
+    """Kafka's reset scenarios (exactly one; with ``default_earliest`` none means earliest);
+    ``extra`` adds the group tool's --to-current and --from-file."""
     scenario = parser.add_mutually_exclusive_group(required=not default_earliest)
+    if extra:
+        scenario.add_argument("--to-current", action="store_true",
+                              help="the committed offset (the log end where there is none)")
+        scenario.add_argument("--from-file", metavar="CSV",
+                              help="topic,partition,offset lines (as --export writes them)")
     scenario.add_argument("--to-earliest", action="store_true")
     scenario.add_argument("--to-latest", action="store_true")
     scenario.add_argument("--to-offset", type=int, metavar="N")
@@ -92,6 +101,8 @@ def scenario_from_args(args: argparse.Namespace) -> reset.OffsetSpec:
     try:
         if getattr(args, "to_latest", False):
             return reset.OffsetSpec("latest")
+        if getattr(args, "to_current", False):
+            return reset.OffsetSpec("current")
         if getattr(args, "to_offset", None) is not None:
             return reset.OffsetSpec("offset", args.to_offset)
         if getattr(args, "to_datetime", None):
@@ -145,11 +156,21 @@ async def reset_offsets(args: argparse.Namespace) -> int:
 
     group = args.group
     spec = scenario_from_args(args)
+    from_file = read_offsets_file(args.from_file) if args.from_file else None
+    if from_file is None and not args.topic and not args.all_topics:
+        raise CliError("one of --topic, --all-topics or --from-file is required")
     async with admin_client(args) as admin:
         try:
             await reset.require_inactive(admin, group)
             current = await reset.committed_offsets(admin, group)
-            if args.all_topics:
+            if from_file is not None:
+                wanted = await _resolve_partitions(
+                    admin, {t: sorted(p for tt, p in from_file if tt == t)
+                            for t in {tp.topic for tp in from_file}})
+                spec = reset.OffsetSpec("given")
+                current = {**current, **from_file}
+                partitions = sorted(wanted)
+            elif args.all_topics:
                 partitions = sorted(current)
             else:
                 partitions = await _resolve_partitions(admin, parse_topic_partitions(args.topic))
@@ -168,11 +189,38 @@ async def reset_offsets(args: argparse.Namespace) -> int:
     if not args.execute and not args.dry_run:
         print("WARN: No action will be performed as the --execute option is missing; "
               "add --dry-run to say so explicitly.", file=sys.stderr)
+    if args.export:
+        for tp, offset in sorted(new.items()):
+            print(f"{tp.topic},{tp.partition},{offset}")
+        return 0
     rows = [("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")]
     rows += [(group, tp.topic, str(tp.partition), str(offset))
              for tp, offset in sorted(new.items())]
     _print_table(rows)
     return 0
+
+
+def read_offsets_file(path: str) -> dict[TopicPartition, int]:
+    """``topic,partition,offset`` lines (Kafka's --export format; a leading group column, as
+    Kafka writes for several groups, is accepted and ignored)."""
+    try:
+        text = open(path).read()  # noqa: SIM115 - read at once
+    except OSError as exc:
+        raise CliError(f"--from-file {path}: {exc.strerror}") from None
+    result: dict[TopicPartition, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(",")]
+        try:
+            topic, partition, offset = fields[-3], int(fields[-2]), int(fields[-1])
+        except (IndexError, ValueError):
+            raise CliError(f"--from-file {path}:{number}: expected topic,partition,offset, "
+                           f"got {line!r}") from None
+        result[TopicPartition(topic, partition)] = offset
+    if not result:
+        raise CliError(f"--from-file {path}: no offsets in it")
+    return result
 
 
 async def delete_groups(args: argparse.Namespace) -> int:

@@ -41,7 +41,7 @@ class ResetError(RuntimeError):
 class OffsetSpec:
     """Where to move offsets: exactly one of Kafka's reset scenarios."""
 
-    kind: str  # earliest | latest | offset | datetime | shift | duration
+    kind: str  # earliest | latest | current | given | offset | datetime | shift | duration
     value: int = 0
 
     @classmethod
@@ -230,6 +230,8 @@ async def target_offsets(consumer: AIOKafkaConsumer, partitions: list[TopicParti
             offset = spec.value
         elif spec.kind == "shift":
             offset = current.get(tp, end[tp]) + spec.value
+        elif spec.kind in ("current", "given"):  # given: ``current`` holds the wanted ones
+            offset = current.get(tp, end[tp])
         elif spec.kind in ("datetime", "duration"):
             offset = result[tp]
         else:

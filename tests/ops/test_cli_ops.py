@@ -135,7 +135,7 @@ def test_consume_into_a_closed_pipe_has_no_traceback(broker) -> None:
     assert b"Traceback" not in result.stderr and b"Error" not in result.stderr, result.stderr
 
 
-def test_group_offsets_reset_delete_against_a_live_group(broker) -> None:
+def test_group_offsets_reset_delete_against_a_live_group(broker, tmp_path) -> None:
     bs = ("--bootstrap-servers", broker.bootstrap)
     create_topics(broker.bootstrap, {"events": 2})
     lines = b"".join(b"k:v%d\n" % i for i in range(20))
@@ -173,6 +173,19 @@ def test_group_offsets_reset_delete_against_a_live_group(broker) -> None:
         (RECENT_TS + 1) / 1000, __import__("datetime").UTC).isoformat().split("T"))
     assert reset("--to-datetime", iso) == {("events", 0): 20, ("events", 1): 0}
     assert reset("--by-duration", "P3650D") == {("events", 0): 0, ("events", 1): 0}
+    # --export writes what --from-file reads; --to-current keeps what is committed
+    out = ok("groups", "reset-offsets", "--group", "g1", "--topic", "events", "--to-offset", "7",
+             "--dry-run", "--export", *bs)
+    assert out.splitlines() == ["events,0,7", "events,1,7"]
+    plan = tmp_path / "offsets.csv"
+    plan.write_text("events,0,3\ng1,events,1,100\n")
+    ok("groups", "reset-offsets", "--group", "g1", "--from-file", str(plan), "--execute", *bs)
+    assert committed(broker.bootstrap, "g1") == {("events", 0): 3, ("events", 1): 20}
+    assert reset("--to-current") == {("events", 0): 3, ("events", 1): 20}
+    plan.write_text("events,zero,3\n")
+    one_line_error(cli("groups", "reset-offsets", "--group", "g1", "--from-file", str(plan),
+                       "--execute", *bs), "offsets.csv:1", "topic,partition,offset")
+    assert reset("--to-earliest") == {("events", 0): 0, ("events", 1): 0}
     one_line_error(cli("groups", "reset-offsets", "--group", "g1", "--topic", "events",
                        "--to-datetime", "yesterday", "--execute", *bs), "--to-datetime")
     one_line_error(cli("groups", "reset-offsets", "--group", "g1", "--topic", "nope",
