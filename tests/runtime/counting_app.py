@@ -11,14 +11,12 @@ count appears in the output and the crash test can check the exact sequence 1, 2
 from __future__ import annotations
 
 import json
-import logging
 import os
-import signal
 import sys
-import threading
 import time
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
+from tests.app_main import child_logging, run_until_sigterm
 
 
 class PrintingListener:
@@ -54,7 +52,7 @@ class PrintingListener:
 def main() -> None:
     bootstrap, guarantee, state_dir = sys.argv[1:4]
     cache_max_bytes = int(sys.argv[4]) if len(sys.argv) > 4 else 0
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    child_logging()
     builder = StreamsBuilder()
     s = Serdes.string()
     (builder.stream("crash-input", key_serde=s, value_serde=s)
@@ -70,15 +68,9 @@ def main() -> None:
         "max.poll.records": 50, "statestore.cache.max.bytes": cache_max_bytes,
         **json.loads(os.environ.get("COUNTING_APP_CONFIG", "{}")),
     })
-    stopped = threading.Event()
-    streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
     streams.set_global_state_restore_listener(PrintingListener("RESTORE"))
     streams.set_standby_update_listener(PrintingListener("STANDBY"))
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    streams.start()
-    stopped.wait()
-    streams.close(timeout=30)
-    print("CLOSED", flush=True)
+    run_until_sigterm(streams)
 
 
 if __name__ == "__main__":

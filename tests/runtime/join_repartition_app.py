@@ -8,17 +8,15 @@ take the table's key serde. Prints state changes; stops cleanly on SIGTERM.
 
 from __future__ import annotations
 
-import logging
-import signal
 import sys
-import threading
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
+from tests.app_main import child_logging, run_until_sigterm
 
 
 def main() -> None:
     bootstrap, state_dir = sys.argv[1:3]
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    child_logging()
     s, j = Serdes.string(), Serdes.json()
     builder = StreamsBuilder()
     users = builder.table("users", key_serde=s, value_serde=s)
@@ -31,13 +29,7 @@ def main() -> None:
         "commit.interval.ms": 100, "state.dir": state_dir,
         "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
     })
-    stopped = threading.Event()
-    streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    streams.start()
-    stopped.wait()
-    streams.close(timeout=30)
-    print("CLOSED", flush=True)
+    run_until_sigterm(streams)
 
 
 if __name__ == "__main__":

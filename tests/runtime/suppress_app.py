@@ -8,12 +8,10 @@ Prints state changes; stops cleanly on SIGTERM.
 
 from __future__ import annotations
 
-import logging
-import signal
 import sys
-import threading
 
 from streams import KafkaStreams, Serdes, StreamsBuilder, Suppressed, TimeWindows
+from tests.app_main import child_logging, run_until_sigterm
 
 APP_ID = "suppress-app"
 WINDOW_MS = 1_000
@@ -36,19 +34,13 @@ def topology():
 
 def main() -> None:
     bootstrap, state_dir = sys.argv[1:3]
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    child_logging()
     streams = KafkaStreams(topology(), {
         "application.id": APP_ID, "bootstrap.servers": bootstrap,
         "processing.guarantee": "exactly_once_v2", "commit.interval.ms": 50,
         "state.dir": state_dir, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
     })
-    stopped = threading.Event()
-    streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    streams.start()
-    stopped.wait()
-    streams.close(timeout=30)
-    print("CLOSED", flush=True)
+    run_until_sigterm(streams)
 
 
 if __name__ == "__main__":
