@@ -49,15 +49,24 @@ def bootstrap_servers(value: str) -> str:
     return value
 
 
-def positive_int(value: str) -> int:
-    """argparse type: an integer >= 1 (partition counts, message counts)."""
+def _int_at_least(value: str, minimum: int, what: str) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {number}")
+        raise argparse.ArgumentTypeError(f"expected {what}, got {value!r}") from None
+    if number < minimum:
+        raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {number}")
     return number
+
+
+def positive_int(value: str) -> int:
+    """argparse type: an integer >= 1 (partition counts, message counts)."""
+    return _int_at_least(value, 1, "a positive integer")
+
+
+def non_negative_int(value: str) -> int:
+    """argparse type: an integer >= 0 (partition numbers)."""
+    return _int_at_least(value, 0, "an integer")
 
 
 def command_config(path: str) -> ClientConfigs:
