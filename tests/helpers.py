@@ -52,6 +52,22 @@ def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
     asyncio.run(run())
 
 
+def list_topics(bootstrap: str, **admin_kwargs: Any) -> list[str]:
+    """The broker's topic names, sorted, as the Kafka admin API lists them (``admin_kwargs``:
+    further AIOKafkaAdminClient arguments, e.g. a secured connection's)."""
+    from aiokafka.admin import AIOKafkaAdminClient
+
+    async def run() -> list[str]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **admin_kwargs)
+        await admin.start()
+        try:
+            return sorted(await admin.list_topics())
+        finally:
+            await admin.close()
+
+    return asyncio.run(run())
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -3,11 +3,9 @@ the runtime's clients on an SSL listener with ssl.client.auth=required; none is 
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
+from helpers import list_topics
 from runtime.kafka_io import create_topics
 
 from security.certs import make_pki
@@ -17,17 +15,10 @@ from .conftest import SecureKafka, create_acls
 
 
 def describe_topics(bootstrap: str, props: dict[str, str]) -> list[str]:
-    async def run() -> list[str]:
-        config = StreamsConfig.from_mapping({"application.id": "mtls", "request.timeout.ms": 10_000,
-                                             "bootstrap.servers": bootstrap, **props})
-        admin = AIOKafkaAdminClient(**config.client_kwargs("admin"))
-        await admin.start()
-        try:
-            return sorted(await admin.list_topics())
-        finally:
-            await admin.close()
-
-    return asyncio.run(run())
+    config = StreamsConfig.from_mapping({"application.id": "mtls", "request.timeout.ms": 10_000,
+                                         "bootstrap.servers": bootstrap, **props})
+    kwargs = config.client_kwargs("admin")
+    return list_topics(kwargs.pop("bootstrap_servers"), **kwargs)
 
 
 def test_client_certificate_from_a_file_and_inline(secure_kafka: SecureKafka, tmp_path) -> None:
