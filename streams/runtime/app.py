@@ -15,6 +15,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from aiokafka import TopicPartition
+
 from ..metrics.registry import MetricName, MetricsRegistry, RecordingLevel
 from ..serde import Serde, Serdes
 from ..topology.topology import Topology
@@ -26,6 +28,8 @@ from .queries import (
     ReadOnlyStoreView,
     StreamsMetadata,
     StreamsMetadataState,
+    TaskMetadata,
+    ThreadMetadata,
 )
 from .thread import StreamThread
 
@@ -380,6 +384,33 @@ class KafkaStreams:
         """Active tasks of this instance (like ``metadataForLocalThreads()``' task ids)."""
         thread = self._stream_thread
         return sorted(str(t) for t in list(thread.tasks)) if thread is not None else []
+
+    def metadata_for_local_threads(self) -> list[ThreadMetadata]:
+        """This instance's stream thread with its active and standby tasks (Kafka's
+        ``metadataForLocalThreads()``); empty before ``start()``."""
+        thread = self._stream_thread
+        if thread is None:
+            return []
+        gen = thread.gen
+        manager = gen.tasks if gen is not None else None
+        consumer = gen.consumer if gen is not None else None
+
+        def describe(task_id: Any, active: bool) -> TaskMetadata:
+            parts = manager.partitions.get(task_id, []) if manager is not None and active \
+                else []
+            tps = frozenset(TopicPartition(t, p) for t, p in parts)
+            task = manager.tasks.get(task_id) if manager is not None else None
+            committed = {TopicPartition(t, p): o for (t, p), o
+                         in dict(getattr(task, "consumed", {}) or {}).items()} if active else {}
+            ends = {tp: end for tp in tps
+                    if consumer is not None and (end := consumer.highwater(tp)) is not None}
+            return TaskMetadata(str(task_id), tps, committed, ends)
+
+        active = tuple(describe(t, True) for t in sorted(thread.tasks))
+        standby = tuple(describe(t, False) for t in sorted(getattr(manager, "standbys", {})))
+        name = self._thread.name if self._thread is not None else \
+            f"{self.config.application_id}-StreamThread-1"
+        return [ThreadMetadata(name, self._state.value, active, standby)]
 
     def local_stores(self, name: str) -> list[Any]:
         thread = self._stream_thread

@@ -89,6 +89,27 @@ class StreamsMetadata:
         return self.host_info.port
 
 
+@dataclass(frozen=True)
+class TaskMetadata:
+    """One task of this instance (Kafka's ``TaskMetadata``): its id and input partitions, the
+    offsets committed for them and the last ones known on the broker."""
+
+    task_id: str
+    topic_partitions: frozenset[TopicPartition]
+    committed_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+    end_offsets: dict[TopicPartition, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class ThreadMetadata:
+    """The stream thread of this instance (Kafka's ``ThreadMetadata``)."""
+
+    thread_name: str
+    thread_state: str
+    active_tasks: tuple[TaskMetadata, ...]  # by task id
+    standby_tasks: tuple[TaskMetadata, ...]
+
+
 class StreamsMetadataState:
     """The group's host map from one assignment, and the lookups built on it."""
 

@@ -8,6 +8,7 @@ the key's true count, whichever instance holds it.
 from __future__ import annotations
 
 import pytest
+from aiokafka import TopicPartition
 from helpers import RECENT_TS, create_topics, free_port, wait_until
 
 from streams import KafkaStreams
@@ -75,6 +76,16 @@ def test_any_key_through_either_instance(broker, two_instances) -> None:
             status, body = http_get(f"http://{host}/stores/{COUNTS}/keys/{key}")
             assert (status, body) == (200, {"key": key, "value": count}), (host, key)
     assert owners == {host_a, host_b}
+    [thread] = app.metadata_for_local_threads()
+    assert thread.thread_state == "RUNNING" and thread.standby_tasks == ()
+    mine = {tp for task in thread.active_tasks for tp in task.topic_partitions}
+    assert {tp.partition for tp in mine} == {p for p in owned[0] | owned[1]
+                                             if any(m.host_info == host_a and
+                                                    TopicPartition(INPUT, p) in m.topic_partitions
+                                                    for m in for_store)}
+    for task in thread.active_tasks:
+        for tp in task.topic_partitions:
+            assert task.committed_offsets.get(tp, 0) <= task.end_offsets[tp]
 
     status, body = http_get(f"http://{host_b}/stores/{COUNTS}/keys/nobody")
     assert status == 404 and "nobody" in body["error"]
@@ -117,6 +128,7 @@ def test_metadata_not_available_before_start(tmp_path) -> None:
     assert app.query_metadata_for_key(COUNTS, "k") is KeyQueryMetadata.NOT_AVAILABLE
     assert app.metadata_for_all_streams_clients() == []
     assert app.streams_metadata_for_store(COUNTS) == []
+    assert app.metadata_for_local_threads() == []
 
 
 def test_bad_application_server_is_named(tmp_path) -> None:
