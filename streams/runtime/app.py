@@ -399,9 +399,9 @@ class KafkaStreams:
             parts = manager.partitions.get(task_id, []) if manager is not None and active \
                 else []
             tps = frozenset(TopicPartition(t, p) for t, p in parts)
-            task = manager.tasks.get(task_id) if manager is not None else None
-            committed = {TopicPartition(t, p): o for (t, p), o
-                         in dict(getattr(task, "consumed", {}) or {}).items()} if active else {}
+            done = dict(manager.committed) if manager is not None and active else {}
+            committed = {tp: done[(tp.topic, tp.partition)] for tp in tps
+                         if (tp.topic, tp.partition) in done}
             ends = {tp: end for tp in tps
                     if consumer is not None and (end := consumer.highwater(tp)) is not None}
             return TaskMetadata(str(task_id), tps, committed, ends)
