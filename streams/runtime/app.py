@@ -242,12 +242,17 @@ class KafkaStreams:
         return response
 
     def _register_replacement_metrics(self) -> None:
-        """The new thread's metrics, under a new thread id as Kafka names replacements."""
+        """The new thread's metrics under a new thread id, as Kafka names replacements; the
+        failed thread's are removed."""
+        app_id = self.config.application_id
+        replaced = self.thread_replacements
+        old = (self._thread.name if replaced == 1 and self._thread is not None
+               else f"{app_id}-StreamThread-{replaced}")
         try:
             from ..metrics.streams_app import register_streams_metrics
-            register_streams_metrics(
-                self.metrics_registry, self._stream_thread,
-                f"{self.config.application_id}-StreamThread-{self.thread_replacements + 1}")
+            self.metrics_registry.remove_tagged(**{"thread-id": old})
+            register_streams_metrics(self.metrics_registry, self._stream_thread,
+                                     f"{app_id}-StreamThread-{replaced + 1}")
         except Exception:  # metrics never stop processing
             log.warning("could not register the replacement thread's metrics", exc_info=True)
 

@@ -46,6 +46,8 @@ def test_replace_thread_keeps_processing(broker, tmp_path) -> None:
         assert len(seen) == 1 and isinstance(seen[0].__cause__ or seen[0], Exception)
         assert "poison" in repr(seen[0]) + repr(seen[0].__cause__)
         assert app.thread_replacements == 1
+        threads = {dict(m.tags).get("thread-id") for m in app.metrics()} - {None}
+        assert threads == {"rt-app-StreamThread-2"}, threads  # the failed thread's are gone
         with pytest.raises(IllegalStateError, match="before start"):
             app.set_uncaught_exception_handler(handler)
     finally:
