@@ -30,7 +30,7 @@ def _task(task_dir: Path, stores: dict[str, FakeStore]) -> SimpleNamespace:
 
 
 def _topology(*logged: str) -> SimpleNamespace:
-    return SimpleNamespace(stores={name: SimpleNamespace(logging=True) for name in logged})
+    return SimpleNamespace(stores={name: SimpleNamespace(logging=True, source_changelog=None) for name in logged})
 
 
 def test_a_clean_checkpoint_is_used_once_and_nothing_is_wiped(tmp_path: Path) -> None:
