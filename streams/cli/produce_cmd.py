@@ -22,6 +22,7 @@ from .client import (
     CliError,
     add_bootstrap_argument,
     connection_kwargs,
+    non_negative_int,
     run_command,
     start_client,
 )
@@ -45,16 +46,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                          metavar="KEY=VALUE", help="a header on every record; repeatable")
     add_bootstrap_argument(produce)
     produce.set_defaults(func=lambda a: run_command(PROG, lambda: produce_lines(a)))
-
-
-def non_negative_int(value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {value!r}") from None
-    if number < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {number}")
-    return number
 
 
 def timestamp_ms(value: str) -> int:
