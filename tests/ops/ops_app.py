@@ -11,16 +11,14 @@ Prints ``STATE <state>`` on every change and ``CLOSED`` after a clean close; SIG
 
 from __future__ import annotations
 
-import logging
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import Any
 
 from streams import KafkaStreams, Materialized, Serdes, StreamsBuilder, TimeWindows, Topology
 from streams.runtime.app import StreamThreadExceptionResponse
+from tests.app_main import child_logging, run_until_sigterm
 
 INPUT = "ops-input"
 OUTPUT = "ops-counts"
@@ -60,20 +58,14 @@ def config(bootstrap: str, state_dir: str, server: str | None,
 def main() -> None:
     bootstrap, state_dir, server = sys.argv[1:4]
     app_id = sys.argv[4] if len(sys.argv) > 4 else "ops-app"
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    child_logging()
     poison = os.environ.get("OPS_POISON")
     streams = KafkaStreams(topology((lambda v: v == poison) if poison else None),
                            config(bootstrap, state_dir, server or None, app_id))
     if os.environ.get("OPS_HANDLER"):
         response = StreamThreadExceptionResponse(os.environ["OPS_HANDLER"])
         streams.set_uncaught_exception_handler(lambda exc: response)
-    stopped = threading.Event()
-    streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    streams.start()
-    stopped.wait()
-    streams.close(timeout=30)
-    print("CLOSED", flush=True)
+    run_until_sigterm(streams)
 
 
 if __name__ == "__main__":
