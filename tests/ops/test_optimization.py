@@ -10,14 +10,12 @@ application creates one repartition topic instead of two.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import shutil
 import subprocess
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
-from helpers import RECENT_TS, create_topics, reference_unavailable, wait_until
+from helpers import RECENT_TS, create_topics, list_topics, reference_unavailable, wait_until
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
 from streams.runtime import State
@@ -129,15 +127,7 @@ def test_one_repartition_topic_on_a_broker(broker, tmp_path) -> None:
         wait_until(lambda: app.store(reduced).get("a") == "13", timeout=60,
                    message="the reduce fed by the same topic")
         assert app.state is State.RUNNING
-
-        async def topics() -> list[str]:
-            admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
-            await admin.start()
-            try:
-                return sorted(await admin.list_topics())
-            finally:
-                await admin.close()
-        repartition = [t for t in asyncio.run(topics()) if t.endswith("-repartition")]
+        repartition = [t for t in list_topics(broker.bootstrap) if t.endswith("-repartition")]
         assert repartition == [f"opt-app-{store}-repartition"]
     finally:
         assert app.close(timeout=30)
@@ -174,14 +164,7 @@ def test_source_table_restores_from_its_input_topic(broker, tmp_path) -> None:
     finally:
         assert first.close(timeout=30)
 
-    async def topics() -> list[str]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
-        await admin.start()
-        try:
-            return sorted(await admin.list_topics())
-        finally:
-            await admin.close()
-    names = asyncio.run(topics())
+    names = list_topics(broker.bootstrap)
     assert "reuse-app-tstore-changelog" not in names
     assert "reuse-app-per-value-changelog" in names
 

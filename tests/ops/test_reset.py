@@ -11,8 +11,7 @@ from collections import Counter
 
 import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from aiokafka.admin import AIOKafkaAdminClient
-from helpers import RECENT_TS, create_topics, wait_until
+from helpers import RECENT_TS, create_topics, list_topics, wait_until
 
 from streams import KafkaStreams
 from streams.runtime import State
@@ -55,14 +54,7 @@ def latest(records: list[tuple[str, int]]) -> dict[str, int]:
 
 
 def topics(bootstrap: str) -> set[str]:
-    async def run() -> set[str]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            return set(await admin.list_topics())
-        finally:
-            await admin.close()
-    return asyncio.run(run())
+    return set(list_topics(bootstrap))
 
 
 def reset_cli(bootstrap: str, *extra: str) -> subprocess.CompletedProcess[str]:
