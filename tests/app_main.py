@@ -20,12 +20,15 @@ def child_logging() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
 
-def run_until_sigterm(streams: KafkaStreams, close_timeout: float = 30) -> None:
-    """Start ``streams``, run it until SIGTERM, then close it."""
+def run_until_sigterm(streams: KafkaStreams, close_timeout: float = 30,
+                      report_timeout: bool = False) -> None:
+    """Start ``streams``, run it until SIGTERM, then close it. With ``report_timeout`` a close
+    that did not finish in time prints ``CLOSE TIMED OUT`` instead of ``CLOSED`` (the fault
+    harness counts such a stop as unclean)."""
     stopped = threading.Event()
     streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
     signal.signal(signal.SIGTERM, lambda *_: stopped.set())
     streams.start()
     stopped.wait()
-    streams.close(timeout=close_timeout)
-    print("CLOSED", flush=True)
+    closed = streams.close(timeout=close_timeout)
+    print("CLOSED" if closed or not report_timeout else "CLOSE TIMED OUT", flush=True)

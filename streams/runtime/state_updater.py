@@ -205,8 +205,7 @@ class StateUpdater:
                 start = min(start, end)
             ends[tp] = end
             changelog.next_offset, changelog.end = start, end
-            if changelog.standby:
-                changelog.state.restored[key] = start
+            if changelog.standby:  # its checkpoint comes from next_offset (standby_offsets)
                 self._tell(self.standby_listener, "on_update_start", tp, changelog.name, start)
                 continue
             changelog.state.restored[key] = ends[tp]
@@ -288,8 +287,6 @@ class StateUpdater:
             position = fetch_position(self._consumer, tp)
             if changelog is not None and changelog is fetching.get(tp) and position is not None:
                 changelog.next_offset = position
-                if changelog.standby:  # what a checkpoint of the standby will say
-                    changelog.state.restored[(tp.topic, tp.partition)] = position
         self._complete_caught_up()
         if batch:
             log.debug("restored a batch of %d records in %.3fs",

@@ -12,11 +12,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
 
 from streams import KafkaStreams
+from tests.app_main import run_until_sigterm
 
 from .catalogue import SCENARIOS
 
@@ -58,13 +57,7 @@ def main(argv: list[str] | None = None) -> None:
     streams = KafkaStreams(scenario.build(args.record_delay_ms / 1000), config(
         args.scenario, args.guarantee, args.bootstrap, args.state_dir, args.cache_bytes,
         args.commit_ms, args.standbys))
-    stopped = threading.Event()
-    streams.set_state_listener(lambda new, old: print(f"STATE {new.value}", flush=True))
-    signal.signal(signal.SIGTERM, lambda *_: stopped.set())
-    streams.start()
-    stopped.wait()
-    closed = streams.close(timeout=30)
-    print("CLOSED" if closed else "CLOSE TIMED OUT", flush=True)
+    run_until_sigterm(streams, close_timeout=30, report_timeout=True)
 
 
 if __name__ == "__main__":
