@@ -18,7 +18,7 @@ from typing import Any
 from aiokafka import TopicPartition
 
 from ..metrics.registry import MetricName, MetricsRegistry, RecordingLevel
-from ..serde import Serde, Serdes
+from ..serde import InternalSerde, Serde
 from ..topology.topology import Topology
 from .assignor import AssignmentInfo
 from .config import StreamsConfig
@@ -437,7 +437,7 @@ class KafkaStreams:
         if thread is None or thread.layout is None:
             return
         self._metadata = StreamsMetadataState(
-            info, thread.layout, self.topology, self.config.default_key_serde or Serdes.bytes())
+            info, thread.layout, self.topology, self.config.default_key_serde or InternalSerde())
 
     def _local_host(self) -> HostInfo | None:
         server = self.config.application_server

@@ -36,11 +36,11 @@ from ..serde import (
     BytesSerde,
     DoubleSerde,
     IntegerSerde,
+    InternalSerde,
     JsonSerde,
     LongSerde,
     PydanticSerde,
     Serde,
-    Serdes,
     StringSerde,
 )
 from ..windowing import Windowed
@@ -67,7 +67,9 @@ class QueryError(Exception):
 def parse_key(serde: Serde[Any], text: str) -> Any:
     """A path segment -> the key the store holds, as the store's key serde reads it."""
     try:
-        if isinstance(serde, StringSerde):
+        if isinstance(serde, StringSerde | InternalSerde):
+            # The internal format holds whatever Python type the topology made; text in a URL
+            # is taken as a string key (a store keyed by numbers needs Serdes.long()).
             return text
         if isinstance(serde, IntegerSerde | LongSerde):
             return int(text)
@@ -220,7 +222,9 @@ class QueryServer:
         topology = self.app.topology
         builder = (topology.stores[store] if store in topology.stores
                    else topology.global_stores[store].store)
-        return builder.key_serde or self.app.config.default_key_serde or Serdes.bytes()
+        # As the task does (TaskConfig.internal_key_serde): a store given no key serde holds its
+        # keys in default.key.serde, else in the self-describing internal format.
+        return builder.key_serde or self.app.config.default_key_serde or InternalSerde()
 
     async def _handle_key(self, request: web.Request) -> web.Response:
         store = request.match_info["store"]

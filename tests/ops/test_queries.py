@@ -204,3 +204,36 @@ def test_query_server_binding(tmp_path) -> None:
         taken = busy.getsockname()[1]
         with pytest.raises(OSError, match=f"application.server=127.0.0.1:{taken}"):
             QueryServer(app, f"127.0.0.1:{taken}").start()
+
+
+def test_the_readme_word_count_is_queryable_by_key(broker, tmp_path) -> None:
+    """The README's word count groups by a key it gives no serde: its store holds the keys in
+    the internal format, and HTTP keys, ranges and ``query_metadata_for_key`` read them so."""
+    from streams import Materialized, Serdes, StreamsBuilder
+
+    create_topics(broker.bootstrap, {"wc-text": 2})
+    builder = StreamsBuilder()
+    lines = builder.stream("wc-text", key_serde=Serdes.string(), value_serde=Serdes.string())
+    (lines.flat_map_values(lambda line: line.lower().split())
+          .group_by(lambda key, word: word)
+          .count(Materialized("word-counts")))
+    port = free_port()
+    app = KafkaStreams(builder.build(), {
+        "application.id": "wc-query", "bootstrap.servers": broker.bootstrap,
+        "state.dir": str(tmp_path / "state"), "commit.interval.ms": 100,
+        "application.server": f"127.0.0.1:{port}"})
+    app.start()
+    try:
+        produce(broker.bootstrap, "wc-text",
+                [(None, b"hello world", RECENT_TS), (None, b"Hello again hello", RECENT_TS)])
+        base = f"http://127.0.0.1:{port}/stores/word-counts"
+        wait_until(lambda: http_get(f"{base}/keys/hello") == (200, {"key": "hello", "value": 3}),
+                   timeout=90, message=f"hello counted 3 times: {http_get(f'{base}/all')}")
+        status, body = http_get(f"{base}/range?from=a&to=h")
+        assert status == 200
+        assert {e["key"]: e["value"] for e in body["entries"]} == {"again": 1}
+        meta = app.query_metadata_for_key("word-counts", "hello")
+        assert meta.active_host == HostInfo("127.0.0.1", port)
+        assert http_get(f"{base}/keys/world") == (200, {"key": "world", "value": 1})
+    finally:
+        app.close(timeout=30)
