@@ -297,6 +297,9 @@ async def describe_group(args: argparse.Namespace) -> int:
             raise CliError(f"cannot describe group {group!r}: "
                            f"{error_message(description['error_code'])}")
         committed = await admin.list_consumer_group_offsets(group)
+        # Topics that exist now: offsets are asked only for those, because a Metadata request
+        # for a deleted topic would auto-create it again (auto.create.topics.enable).
+        existing = set(await admin.list_topics())
     state = description["state"]
     members = _members(description)
     committed = {tp: meta.offset for tp, meta in committed.items() if meta.offset >= 0}
@@ -305,16 +308,25 @@ async def describe_group(args: argparse.Namespace) -> int:
 
     owner = {tp: m for m in members for tp in m.partitions}
     partitions = sorted(set(committed) | set(owner))
-    ends = (await partition_offsets(args, partitions))[1] if partitions else {}
+    live = [tp for tp in partitions if tp.topic in existing]
+    ends = (await partition_offsets(args, live))[1] if live else {}
 
     protocol = description.get("protocol") or "-"
     print(f"Consumer group '{group}' is {state} with {len(members)} member(s) "
           f"(assignor: {protocol}).")
     rows = [COLUMNS]
+    notes: list[str] = []
     for tp in partitions:
         current = committed.get(tp)
         end = ends.get(tp)
         lag = end - current if current is not None and end is not None else None
+        if tp.topic not in existing:
+            notes.append(f"{tp.topic}-{tp.partition}: the topic no longer exists (deleted); "
+                         "its committed offset is kept until the group's offsets are deleted")
+        elif lag is not None and lag < 0:
+            notes.append(f"{tp.topic}-{tp.partition}: committed offset {current} is past the log "
+                         f"end {end} (the topic was re-created or truncated); lag unknown")
+            lag = None
         m = owner.get(tp)
         rows.append((group, tp.topic, str(tp.partition), _dash(current), _dash(end), _dash(lag),
                      m.member_id if m else "-", m.host if m else "-", m.client_id if m else "-"))
@@ -322,6 +334,8 @@ async def describe_group(args: argparse.Namespace) -> int:
         if not m.partitions:
             rows.append((group, "-", "-", "-", "-", "-", m.member_id, m.host, m.client_id))
     _print_table(rows)
+    for note in dict.fromkeys(notes):
+        print(f"Note: {note}")
     return 0
 
 

@@ -146,6 +146,27 @@ def test_group_consume_commits_and_groups_describe_shows_lag(broker) -> None:
     assert lines[2].split()[3:6] == ["5", "5", "0"]
 
 
+def test_groups_describe_after_the_topic_is_deleted_or_recreated(broker) -> None:
+    """Describing a group never re-creates a deleted topic, and lag is never negative."""
+    bs = ("--bootstrap-servers", broker.bootstrap)
+    ok("topics", "create", "views", *bs)
+    ok("produce", "views", *bs, stdin="a\nb\nc\n")
+    ok("consume", "views", "--group", "readers", "--from-beginning", "--max-messages", "3", *bs)
+    ok("topics", "delete", "views", *bs)
+
+    lines = ok("groups", "describe", "readers", *bs).splitlines()
+    assert lines[2].split() == ["readers", "views", "0", "3", "-", "-", "-", "-", "-"]
+    assert lines[-1].startswith("Note: views-0: the topic no longer exists")
+    assert "views" not in ok("topics", "list", *bs).split()
+
+    ok("topics", "create", "views", *bs)
+    ok("produce", "views", *bs, stdin="x\n")
+    lines = ok("groups", "describe", "readers", *bs).splitlines()
+    assert lines[2].split() == ["readers", "views", "0", "3", "1", "-", "-", "-", "-"]
+    assert lines[-1] == ("Note: views-0: committed offset 3 is past the log end 1 (the topic "
+                         "was re-created or truncated); lag unknown")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(("stop_signal", "exit_code"), [(signal.SIGINT, 130),
                                                         (signal.SIGTERM, 143)])
