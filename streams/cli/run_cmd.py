@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
@@ -69,6 +70,11 @@ def run_run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    debug = logging.getLogger().getEffectiveLevel() <= logging.DEBUG
+    if not debug:
+        # aiokafka's INFO lines are noise to a user, and until the app is running its errors
+        # repeat what the app reports in one line (--log-level debug shows them all).
+        logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         topology, module_config, name = load_app(args.app)
         raw = _config(args, module_config, name)
@@ -104,21 +110,44 @@ def run_run(args: argparse.Namespace) -> int:
             return max(w.wait() for w in workers)
         streams = KafkaStreams(topology, config)
         streams.start()
-        print(f"running {config.application_id} ({config.processing_guarantee}) on "
-              f"{config.bootstrap_servers}; Ctrl-C stops", flush=True)
+        _say(f"running {config.application_id} ({config.processing_guarantee}) on "
+             f"{config.bootstrap_servers}; Ctrl-C stops", stop)
         last = -1
         while not stop.wait(2.0) and streams.state is not State.ERROR:
+            if streams.state is State.RUNNING and not debug:
+                logging.getLogger("aiokafka").setLevel(logging.WARNING)
             thread = streams._stream_thread  # noqa: SLF001 - progress display only
             processed = thread.processed if thread is not None else 0
             if processed != last:
-                print(f"[{streams.state.value}] tasks {', '.join(streams.local_task_ids())} "
-                      f"- {processed} records processed", flush=True)
+                _say(f"[{streams.state.value}] tasks {', '.join(streams.local_task_ids())} "
+                     f"- {processed} records processed", stop)
                 last = processed
         streams.close(timeout=60)
         if streams.state is State.ERROR:
-            print(f"streams run: {streams.error}", file=sys.stderr)
+            print(f"streams run: {one_line(streams.error)}", file=sys.stderr)
             return 1
         return 0
     finally:
         if broker is not None:
             broker.stop()
+
+
+def _say(text: str, stop: threading.Event) -> None:
+    """Print a progress line; a closed stdout (``streams run ... | head``) stops the app
+    cleanly instead of killing it with BrokenPipeError mid-commit."""
+    try:
+        print(text, flush=True)
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # nothing more to say, and no error at exit
+        stop.set()
+
+
+def one_line(exc: BaseException | None) -> str:
+    """An exception as the one line a user reads (aiokafka's errors repeat their class name
+    in their text: "KafkaConnectionError: ...")."""
+    text = str(exc) if exc is not None else "unknown error"
+    name = type(exc).__name__ if exc is not None else ""
+    while name and text.startswith(f"{name}: "):
+        text = text[len(name) + 2:]
+    return text.splitlines()[0] if text else name

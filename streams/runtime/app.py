@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from aiokafka import TopicPartition
+from aiokafka.errors import KafkaConnectionError
 
 from ..metrics.registry import MetricName, MetricsRegistry, RecordingLevel
 from ..serde import InternalSerde, Serde
@@ -32,8 +33,13 @@ from .queries import (
     ThreadMetadata,
 )
 from .thread import StreamThread
+from .topics import MissingSourceTopicError
 
 log = logging.getLogger(__name__)
+
+# Failures whose message says all a user needs (a missing topic, an unreachable broker): logged
+# as one line; their traceback only at DEBUG.
+_SELF_EXPLAINING = (MissingSourceTopicError, KafkaConnectionError)
 
 
 class State(enum.Enum):
@@ -183,7 +189,9 @@ class KafkaStreams:
             if isinstance(exc, asyncio.CancelledError):
                 log.error("stream thread cancelled", exc_info=exc)
             else:
-                log.error("stream thread failed: %s", exc, exc_info=exc)
+                explained = isinstance(exc, _SELF_EXPLAINING) and not log.isEnabledFor(
+                    logging.DEBUG)
+                log.error("stream thread failed: %s", exc, exc_info=None if explained else exc)
             self._set_state(State.PENDING_ERROR)
             self._set_state(State.ERROR)
             raise

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +42,15 @@ def load_app(spec: str) -> tuple[Topology, dict[str, Any], str]:
             raise AppLoadError(f"cannot import {target}")
         module = importlib.util.module_from_spec(module_spec)
         sys.path.insert(0, str(path.parent.resolve()))
-        module_spec.loader.exec_module(module)
+        try:
+            module_spec.loader.exec_module(module)
+        except Exception as exc:  # the user's code: say where, as Python would, in a line
+            raise AppLoadError(_user_code_error(exc, f"cannot load {target}")) from exc
     else:
         try:
             module = importlib.import_module(target)
-        except ImportError as exc:
-            raise AppLoadError(f"cannot import module {target!r}: {exc}") from exc
+        except Exception as exc:
+            raise AppLoadError(_user_code_error(exc, f"cannot import module {target!r}")) from exc
         name = target.rsplit(".", 1)[-1]
     if attr:
         if not hasattr(module, attr):
@@ -65,11 +69,27 @@ def load_app(spec: str) -> tuple[Topology, dict[str, Any], str]:
     return topology, config, name.replace("_", "-")
 
 
+def _user_code_error(exc: BaseException, what: str) -> str:
+    """One line for an error raised by the user's app code (two for a syntax error: the
+    offending line, as Python shows it): where it happened and what it was, no traceback."""
+    if isinstance(exc, SyntaxError):
+        text = f"{exc.filename}:{exc.lineno}: {exc.msg}" if exc.filename else f"{what}: {exc}"
+        return f"{text}\n    {exc.text.strip()}" if exc.text else text
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = Path(__file__).resolve().parents[1]
+    users = [f for f in frames if not f.filename.startswith(("<", str(ours)))]
+    where = f" (at {users[-1].filename}:{users[-1].lineno})" if users else ""
+    return f"{what}: {type(exc).__name__}: {exc}{where}"
+
+
 def _to_topology(candidate: Any) -> Topology:
-    if callable(candidate) and not isinstance(candidate, Topology):
-        candidate = candidate()
-    if hasattr(candidate, "build") and not isinstance(candidate, Topology):
-        candidate = candidate.build()  # a StreamsBuilder
+    try:
+        if callable(candidate) and not isinstance(candidate, Topology):
+            candidate = candidate()
+        if hasattr(candidate, "build") and not isinstance(candidate, Topology):
+            candidate = candidate.build()  # a StreamsBuilder
+    except Exception as exc:
+        raise AppLoadError(_user_code_error(exc, "building the topology failed")) from exc
     if not isinstance(candidate, Topology):
         raise AppLoadError(f"expected a Topology, got {type(candidate).__name__}")
     return candidate

@@ -130,9 +130,9 @@ class StreamThread:
                 await self.admin.start()
             except KafkaConnectionError as exc:  # say why: a refused login, an untrusted cert
                 reason = await connection_failure(self.config.client_kwargs("admin"))
-                if reason is None:
-                    raise
-                raise KafkaConnectionError(f"{exc}: {reason}") from exc
+                raise KafkaConnectionError(
+                    f"cannot connect to bootstrap.servers {self.config.bootstrap_servers}: "
+                    f"{reason or exc} (is the broker running, and is that its address?)") from exc
             self.layout = await ensure_internal_topics(
                 self.admin, self.topology, self.app_id, self.config.replication_factor)
             if self.topology.global_stores:
