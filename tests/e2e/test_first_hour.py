@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 from helpers import free_port
-
 from test_cli import ROOT, cli, ok
 
 APP = """from streams import Serdes, StreamsBuilder
@@ -85,20 +84,23 @@ def test_an_error_building_the_topology_names_where(tmp_path) -> None:
         f"streams run: building the topology failed: KeyError: 'missing' (at {app}:2)"]
 
 
-def test_output_piped_into_a_reader_that_stops(broker) -> None:
-    """`streams consume ... | head -1`: the reader goes away, the command ends quietly."""
+def test_streams_run_piped_into_a_reader_that_stops(broker, tmp_path) -> None:
+    """`streams run APP | head -1`: when the reader goes away, the app closes cleanly and the
+    command ends without a BrokenPipeError."""
     bs = ("--bootstrap-servers", broker.bootstrap)
-    ok("topics", "create", "first-hour-lines", *bs)
-    ok("produce", "first-hour-lines", *bs, stdin="".join(f"line {n:05d} {'x' * 200}\n"
-                                                          for n in range(3000)))
-    proc = subprocess.Popen([sys.executable, "-m", "streams.cli.main", "consume",
-                             "first-hour-lines", "--from-beginning", *bs],
+    ok("topics", "create", "first-hour-in", *bs)
+    app = tmp_path / "first_hour_app.py"
+    app.write_text(APP.format(topic="first-hour-in"))
+    proc = subprocess.Popen([sys.executable, "-m", "streams.cli.main", "run", f"{app}:topology",
+                             "--state-dir", str(tmp_path / "state"), *bs],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None and proc.stderr is not None
-    assert proc.stdout.readline().startswith(b"line 00000")
-    proc.stdout.close()  # as `head -1` does after its line
     try:
-        assert proc.wait(60) == 0
+        assert proc.stdout.readline().startswith(b"running first-hour-app")
+        proc.stdout.close()  # as `head -1` does after its line
+        # Records make the app print progress into the closed pipe.
+        ok("produce", "first-hour-in", *bs, stdin="a\nb\nc\n")
+        assert proc.wait(90) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
