@@ -109,6 +109,12 @@ def client_of(client: AIOKafkaConsumer | AIOKafkaProducer) -> AIOKafkaClient:
     return client._client  # noqa: SLF001
 
 
+def security_protocol(client: Any) -> str:
+    """The security.protocol an aiokafka consumer, producer or admin client connects with."""
+    network = getattr(client, "_client", None) or client.client  # the producer's is public
+    return str(network._security_protocol)  # noqa: SLF001
+
+
 def request_rejoin(consumer: Any) -> None:
     """Make a group member rejoin at its next poll (Kafka's ``enforceRebalance``)."""
     consumer._coordinator.request_rejoin()  # noqa: SLF001

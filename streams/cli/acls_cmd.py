@@ -12,6 +12,7 @@ import argparse
 from typing import Any
 
 from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import KafkaError
 from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
 from ..broker.security.authorizer import (
@@ -25,7 +26,14 @@ from ..broker.security.authorizer import (
     TOPIC,
     TRANSACTIONAL_ID,
 )
-from .client import CliError, add_bootstrap_argument, admin_client, error_message, run_command
+from .client import (
+    CliError,
+    add_bootstrap_argument,
+    admin_client,
+    connection_kwargs,
+    error_message,
+    run_command,
+)
 
 PROG = "streams acls"
 _NAMES = {kind: {code: name for name, code in table.items()} for kind, table in
@@ -36,6 +44,35 @@ _NAMES = {kind: {code: name for name, code in table.items()} for kind, table in
 async def send(admin: AIOKafkaAdminClient, request: Any) -> Any:
     """One admin request to any broker (aiokafka has no public method for these APIs)."""
     return await admin._send_request(request)  # noqa: SLF001
+
+
+SECURITY_DISABLED = 54  # Kafka's error code for ACL requests to a broker without authorizer
+
+
+async def authorization_hint(target: argparse.Namespace | str) -> str:
+    """", or is not authorized for User:X" when the broker has an authorizer, else "".
+
+    Kafka hides from Metadata the topics a principal may not describe, so "does not exist" is
+    what an unauthorized client sees for a topic that exists. One DescribeAcls request tells
+    whether an authorizer is on (SECURITY_DISABLED when none is)."""
+    try:
+        async with admin_client(target) as admin:
+            response = await send(admin, DescribeAclsRequest(
+                RESOURCE_TYPES["ANY"], None, PATTERN_TYPES["ANY"], None, None, OPERATIONS["ANY"],
+                PERMISSIONS["ANY"]))
+    except (CliError, KafkaError, OSError):
+        return ""
+    if response.error_code == SECURITY_DISABLED:
+        return ""
+    kwargs = connection_kwargs(target)
+    protocol = str(kwargs.get("security_protocol", "PLAINTEXT"))
+    if protocol.startswith("SASL") and kwargs.get("sasl_plain_username"):
+        principal = f"User:{kwargs['sasl_plain_username']}"
+    elif protocol == "SSL":
+        principal = "this client's certificate principal"
+    else:
+        principal = "User:ANONYMOUS"
+    return f", or is not authorized for {principal} (the broker has an authorizer)"
 
 
 def _operation(value: str) -> int:

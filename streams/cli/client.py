@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
 
 from ..client_config import CLI_ROLES, ClientConfigError, ClientConfigs
 from ..config import ConfigError, read_properties
+from ..kafka_internals import security_protocol
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 CONNECT_TIMEOUT_S = 5.0
@@ -148,15 +149,33 @@ def _connect_failures() -> Iterator[_ConnectFailure]:
         logger.propagate = saved[1]
 
 
+def _security_hint(reason: str | None, protocol: str) -> str:
+    """What probably happened when a broker drops a connection without saying why: it speaks
+    another security protocol than the client (Kafka's brokers close such connections)."""
+    if reason is not None and "closed" not in reason:
+        if "Connect call failed" in reason or "refused" in reason.lower():
+            return " (is the broker running, and is that its address?)"
+        return ""  # aiokafka said why (a refused login, an untrusted certificate)
+    expected = {"PLAINTEXT": "SSL, SASL_SSL or SASL_PLAINTEXT",
+                "SSL": "SASL_SSL, or PLAINTEXT",
+                "SASL_PLAINTEXT": "SASL_SSL, SSL or PLAINTEXT",
+                "SASL_SSL": "SSL, SASL_PLAINTEXT or PLAINTEXT"}.get(protocol, "another one")
+    return (f" (the broker closed the connection during the handshake: does it expect "
+            f"security.protocol={expected}? This client used {protocol}; give the settings "
+            "with --command-config FILE)")
+
+
 async def start_client(client: Startable, bootstrap: str) -> None:
     """Start an aiokafka client, failing within CONNECT_TIMEOUT_S if the broker is unreachable
-    (saying why when aiokafka knows: authentication failed, certificate not trusted)."""
+    (saying why when aiokafka knows: authentication failed, certificate not trusted, and what
+    probably happened when it does not)."""
     with _connect_failures() as failure:
         try:
             await asyncio.wait_for(client.start(), CONNECT_TIMEOUT_S)
         except (TimeoutError, KafkaConnectionError, OSError):
             why = f": {failure.reason}" if failure.reason else ""
-            raise CliError(f"cannot connect to a broker at {bootstrap}{why}") from None
+            hint = _security_hint(failure.reason, security_protocol(client))
+            raise CliError(f"cannot connect to a broker at {bootstrap}{why}{hint}") from None
 
 
 @asynccontextmanager

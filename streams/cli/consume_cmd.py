@@ -19,6 +19,7 @@ from typing import BinaryIO
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from .acls_cmd import authorization_hint
 from .client import (
     REQUEST_TIMEOUT_MS,
     CliError,
@@ -151,7 +152,8 @@ async def consume_topic(args: argparse.Namespace) -> int:
     try:
         await start_client(consumer, args.bootstrap_servers)
         if args.topic not in await consumer.topics():
-            raise CliError(f"topic {args.topic!r} does not exist")
+            raise CliError(f"topic {args.topic!r} does not exist"
+                           f"{await authorization_hint(args)}")
         # Without a group aiokafka assigns every partition itself; auto_offset_reset then
         # picks the start, as no offsets are committed.
         consumer.subscribe([args.topic])

@@ -9,6 +9,7 @@ from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from .acls_cmd import authorization_hint
 from .client import (
     CliError,
     add_bootstrap_argument,
@@ -89,16 +90,17 @@ async def list_topics(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _require_topic(admin: AIOKafkaAdminClient, name: str) -> None:
+async def _require_topic(admin: AIOKafkaAdminClient, name: str,
+                         args: argparse.Namespace) -> None:
     """Fail if the topic is missing; asking Metadata for it directly could auto-create it."""
     if name not in await admin.list_topics():
-        raise CliError(f"topic {name!r} does not exist")
+        raise CliError(f"topic {name!r} does not exist{await authorization_hint(args)}")
 
 
 async def describe_topic(args: argparse.Namespace) -> int:
     name = args.name
     async with admin_client(args) as admin:
-        await _require_topic(admin, name)
+        await _require_topic(admin, name, args)
         (topic,) = await admin.describe_topics([name])
         if topic["error_code"]:
             raise CliError(f"cannot describe topic {name!r}: {error_message(topic['error_code'])}")
@@ -142,7 +144,7 @@ def _topic_overrides(responses: list[Any], name: str) -> dict[str, str]:
 
 async def delete_topic(args: argparse.Namespace) -> int:
     async with admin_client(args) as admin:
-        await _require_topic(admin, args.name)
+        await _require_topic(admin, args.name, args)
         response = await admin.delete_topics([args.name])
     for name, code, *rest in response.topic_error_codes:
         if code:
@@ -162,7 +164,7 @@ async def alter_topic(args: argparse.Namespace) -> int:
         raise CliError("nothing to alter: give --config KEY=VALUE or --delete-config KEY", 2)
     name = args.name
     async with admin_client(args) as admin:
-        await _require_topic(admin, name)
+        await _require_topic(admin, name, args)
         current = _topic_overrides(
             await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)]), name
         )

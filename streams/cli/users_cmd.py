@@ -180,7 +180,14 @@ def _password(args: argparse.Namespace) -> str:
     elif os.environ.get(PASSWORD_ENV):
         password = os.environ[PASSWORD_ENV]
     else:
-        password = getpass.getpass(f"password for {args.name}: ")
+        if not sys.stdin.isatty():
+            raise CliError("no terminal to ask for the password on: pipe it in with "
+                           f"--password-stdin (or use --password-file, or ${PASSWORD_ENV})", 2)
+        try:
+            password = getpass.getpass(f"password for {args.name}: ")
+        except EOFError:
+            raise CliError("no password given (end of input); use --password-stdin, "
+                           f"--password-file or ${PASSWORD_ENV}", 2) from None
     if not password:
         raise CliError("the password is empty", 2)
     return password
