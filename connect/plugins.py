@@ -36,6 +36,12 @@ _CONNECTORS: dict[str, str] = {
     "SparkSink": "connect.spark:SparkSinkConnector",
     "SparkSinkConnector": "connect.spark:SparkSinkConnector",
 }
+# MirrorMaker 2: Kafka's class names and its plugin aliases (simple name, without "Connector").
+for _kind in ("Source", "Checkpoint", "Heartbeat"):
+    _target = f"connect.mirror.{_kind.lower()}:Mirror{_kind}Connector"
+    _CONNECTORS[f"Mirror{_kind}"] = _target
+    _CONNECTORS[f"Mirror{_kind}Connector"] = _target
+    _CONNECTORS[f"org.apache.kafka.connect.mirror.Mirror{_kind}Connector"] = _target
 
 # The name shown by GET /connector-plugins for a built-in class (Kafka's where one exists).
 _DISPLAY_NAMES = {
@@ -44,6 +50,9 @@ _DISPLAY_NAMES = {
     "connect.file.sink:FileStreamSinkConnector":
         "org.apache.kafka.connect.file.FileStreamSinkConnector",
     "connect.spark.sink:SparkSinkConnector": "connect.spark.SparkSinkConnector",
+    **{f"connect.mirror.{kind.lower()}:Mirror{kind}Connector":
+       f"org.apache.kafka.connect.mirror.Mirror{kind}Connector"
+       for kind in ("Source", "Checkpoint", "Heartbeat")},
 }
 
 

@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     acls_cmd.add_parser(sub)
     users_cmd.add_parser(sub)
+    from . import mirror_cmd  # noqa: I001
+
+    mirror_cmd.add_parser(sub)
     return parser
 
 
