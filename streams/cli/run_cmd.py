@@ -61,6 +61,7 @@ def _config(args: argparse.Namespace, module_config: dict[str, Any], name: str) 
 def run_run(args: argparse.Namespace) -> int:
     from ..runtime import KafkaStreams, State, StreamsConfig
     from ..runtime.launcher import (
+        DEFAULT_PORT,
         AppLoadError,
         BundledBroker,
         create_source_topics,
@@ -90,7 +91,11 @@ def run_run(args: argparse.Namespace) -> int:
     broker = None
     if "bootstrap.servers" not in raw and "bootstrap_servers" not in raw:
         broker = BundledBroker(Path(config.state_dir) / "broker").start()
-        print(f"started the bundled broker on {broker.bootstrap}", flush=True)
+        reach = ("" if broker.port == DEFAULT_PORT else
+                 f"; port {DEFAULT_PORT} was busy, so other commands need "
+                 f"--bootstrap-servers {broker.bootstrap}")
+        print(f"started the bundled broker on {broker.bootstrap} (data in "
+              f"{broker.data_dir}; it stops with this command){reach}", flush=True)
         config = StreamsConfig.from_mapping({**raw, "bootstrap.servers": broker.bootstrap})
         created = create_source_topics(broker.bootstrap, topology, config.application_id)
         if created:
@@ -110,8 +115,11 @@ def run_run(args: argparse.Namespace) -> int:
             return max(w.wait() for w in workers)
         streams = KafkaStreams(topology, config)
         streams.start()
-        _say(f"running {config.application_id} ({config.processing_guarantee}) on "
-             f"{config.bootstrap_servers}; Ctrl-C stops", stop)
+        named = (" (application.id from the file name: set it in --config or the module's "
+                 "config dict)" if "application.id" not in raw and "application_id" not in raw
+                 and config.application_id == name else "")
+        _say(f"running {config.application_id}{named} ({config.processing_guarantee}) on "
+             f"{config.bootstrap_servers}, state in {config.app_state_dir}; Ctrl-C stops", stop)
         last = -1
         while not stop.wait(2.0) and streams.state is not State.ERROR:
             if streams.state is State.RUNNING and not debug:

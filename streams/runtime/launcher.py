@@ -103,6 +103,18 @@ def _accepting(port: int) -> bool:
         return False
 
 
+DEFAULT_PORT = 9092  # what every client command defaults to (--bootstrap-servers)
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -133,7 +145,8 @@ class BundledBroker:
             if port and _accepting(port):
                 self.port = port
                 return self
-        self.port = _free_port()
+        # Kafka's port when it is free, so that every other command's default reaches it.
+        self.port = DEFAULT_PORT if _bindable(DEFAULT_PORT) else _free_port()
         log = open(self.data_dir.parent / "broker.log", "ab")  # noqa: SIM115 - child keeps it
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "streams.cli.main", "broker", "start",

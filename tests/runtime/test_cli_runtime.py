@@ -82,4 +82,11 @@ def test_run_starts_the_bundled_broker(tmp_path) -> None:
         assert proc.wait(60) == 0
     output = (tmp_path / "run.log").read_text()
     assert "started the bundled broker" in output and "created input topic(s) cli-text" in output
+    # The defaults a newcomer meets are said where they apply: Kafka's port when it is free
+    # (else the exact --bootstrap-servers other commands need), where state lives.
+    started = next(line for line in output.splitlines() if "started the bundled broker" in line)
+    assert f"on {bootstrap} (data in {state / 'broker'}" in started
+    if bootstrap != "127.0.0.1:9092":
+        assert started.endswith(f"other commands need --bootstrap-servers {bootstrap}")
+    assert f"state in {state / 'cli-wordcount'}" in output
     assert not port_file.exists()  # the bundled broker was stopped with the app
