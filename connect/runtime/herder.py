@@ -345,6 +345,7 @@ class Herder:
 
     def _check_valid(self, config: dict[str, str]) -> None:
         result = self.validate(config)
+        _warn_unknown_keys(config, result)
         if result["error_count"]:
             messages = [e for c in result["configs"] for e in c["value"]["errors"]]
             raise BadRequest(
@@ -592,3 +593,15 @@ def _altered_message(managed: bool, verb: str) -> str:
     return (f"The Connect framework-managed offsets for this connector have been {verb} "
             "successfully. However, if this connector manages offsets externally, they will "
             f"need to be manually {verb} in the system that the connector uses.")
+
+
+def _warn_unknown_keys(config: dict[str, str], result: dict[str, Any]) -> None:
+    """One WARN per key that neither the connector nor Connect defines (Kafka logs the same)."""
+    from connect.runtime.unknown_keys import describe, unknown_keys
+
+    known = {entry["definition"]["name"] for entry in result["configs"]}
+    if not known - set(connector_config_def("source").config_keys()) - set(
+            connector_config_def("sink").config_keys()):
+        return  # a connector that declares no keys of its own: nothing to compare with
+    for key, guess in unknown_keys(config, known | {"name"}):
+        log.warning(describe(config.get("name", "?"), key, guess))

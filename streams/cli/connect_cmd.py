@@ -16,10 +16,26 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     standalone.add_argument("worker_config", help="worker .properties file")
     standalone.add_argument("connector_configs", nargs="*",
                             help="connector configs (.properties or .json)")
+    _add_overrides(standalone)
     standalone.set_defaults(func=run_standalone)
     distributed = modes.add_parser("distributed", help="a worker of a group (group.id)")
     distributed.add_argument("worker_config", help="worker .properties file")
+    _add_overrides(distributed)
     distributed.set_defaults(func=run_distributed)
+
+
+def _add_overrides(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--bootstrap-servers", metavar="HOST:PORT",
+                        help="overrides the worker file's bootstrap.servers")
+
+
+def _worker_config(args: argparse.Namespace) -> dict[str, object]:
+    from connect.runtime.config import load_config_file
+
+    settings = dict(load_config_file(args.worker_config))
+    if args.bootstrap_servers:
+        settings["bootstrap.servers"] = args.bootstrap_servers
+    return settings
 
 
 def _serve(process: object) -> int:
@@ -57,7 +73,7 @@ def run_standalone(args: argparse.Namespace) -> int:
     from connect.runtime.standalone import StandaloneWorker
 
     try:
-        config = WorkerConfig.parse(load_config_file(args.worker_config))
+        config = WorkerConfig.parse(_worker_config(args))
         connectors = [load_config_file(path) for path in args.connector_configs]
         process = StandaloneWorker(config, connectors)
     except (ValueError, OSError) as exc:
@@ -67,11 +83,11 @@ def run_standalone(args: argparse.Namespace) -> int:
 
 
 def run_distributed(args: argparse.Namespace) -> int:
-    from connect.runtime.config import WorkerConfig, load_config_file
+    from connect.runtime.config import WorkerConfig
     from connect.runtime.distributed import DistributedWorker
 
     try:
-        config = WorkerConfig.parse(load_config_file(args.worker_config))
+        config = WorkerConfig.parse(_worker_config(args))
         process = DistributedWorker(config)
     except (ValueError, OSError) as exc:
         print(f"streams connect: {exc}", file=sys.stderr)

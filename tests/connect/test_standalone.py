@@ -122,6 +122,33 @@ def test_rest_created_connector_and_bad_cli_config(files, tmp_path: Path) -> Non
     assert result.returncode != 0 and "offset.flush.interval.ms" in result.stderr
 
 
+def test_bootstrap_servers_flag_and_a_misspelled_connector_key(files, tmp_path: Path,
+                                                               broker) -> None:
+    """--bootstrap-servers overrides the worker file's; a connector key nobody reads (``fiel``)
+    is a WARN naming the nearest known key, as Kafka logs unknown configs."""
+    worker_file = tmp_path / "elsewhere.properties"
+    worker_file.write_text(files["worker"].read_text().replace(
+        f"bootstrap.servers={broker.bootstrap}", "bootstrap.servers=127.0.0.1:1"))
+    typo = tmp_path / "typo-source.properties"
+    typo.write_text(f"name=typo-source\nconnector.class=FileStreamSource\n"
+                    f"file={files['input']}\nfiel=/tmp/other\ntopic=typo-lines\n")
+    append_lines(files["input"], 0, 20)
+    log = tmp_path / "typo.log"
+    worker = WorkerProcess(["standalone", str(worker_file), str(typo), "--bootstrap-servers",
+                            broker.bootstrap], log, files["url"]).start()
+    try:
+        wait_running(files["url"], "typo-source", 1)
+        records = consume_all(broker.bootstrap, "typo-lines", 20)
+        assert [r.value.decode() for r in records] == [f"line-{i}" for i in range(20)]
+    finally:
+        worker.stop()
+    warnings = [line for line in log.read_text().splitlines() if "isn't a known config" in line]
+    assert len(warnings) == 1, log.read_text()[-3000:]
+    assert warnings[0].endswith("connector 'typo-source': the configuration 'fiel' was supplied "
+                                "but isn't a known config; did you mean 'file'?")
+    assert " WARNING " in warnings[0]
+
+
 # -- sink offsets follow pre_commit ---------------------------------------------------------------
 
 
