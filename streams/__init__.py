@@ -18,6 +18,10 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     "StreamsBuilder": "streams.dsl.builder",
     "Materialized": "streams.dsl.materialized",
+    "Branched": "streams.dsl.branched",
+    "Joined": "streams.dsl.joined",
+    "TableJoined": "streams.dsl.joined",
+    "VersionedRecord": "streams.state.versioned",
     "BufferConfig": "streams.dsl.suppress",
     "Suppressed": "streams.dsl.suppress",
     "EmitStrategy": "streams.dsl.windows",
@@ -48,7 +52,9 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ loads these
+    from .dsl.branched import Branched
     from .dsl.builder import StreamsBuilder
+    from .dsl.joined import Joined, TableJoined
     from .dsl.materialized import Materialized
     from .dsl.suppress import BufferConfig, Suppressed
     from .dsl.windows import (
@@ -71,6 +77,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see; at run time __getattr__ lo
     from .runtime import StreamsConfig as StreamsConfig  # public, though not in __all__
     from .serde import Serde, Serdes
     from .state.stores import Stores
+    from .state.versioned import VersionedRecord
     from .topology.topology import Topology
     from .windowing import Window, Windowed
 
@@ -93,6 +100,7 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "Branched",
     "BufferConfig",
     "ConsumerRecord",
     "EmitStrategy",
@@ -100,6 +108,7 @@ __all__ = [
     "FailOnInvalidTimestamp",
     "HandlerResponse",
     "JoinWindows",
+    "Joined",
     "KafkaStreams",
     "LogAndSkipOnInvalidTimestamp",
     "Materialized",
@@ -115,9 +124,11 @@ __all__ = [
     "StreamsError",
     "Suppressed",
     "StreamsBuilder",
+    "TableJoined",
     "TimeWindows",
     "Topology",
     "UsePartitionTimeOnInvalidTimestamp",
+    "VersionedRecord",
     "WallclockTimestampExtractor",
     "Window",
     "Windowed",

@@ -71,10 +71,14 @@ class StreamsBuilder:
         key_serde = mat.key_serde or key_serde
         value_serde = mat.value_serde or value_serde
         self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
-        self.topology.add_processor(table_source, lambda: TableSourceProcessor(store_name), source)
+        from .versioned import table_source_supplier  # KIP-914: a versioned source table
+
+        self.topology.add_processor(
+            table_source, table_source_supplier(store_name, mat.versioned)
+            or (lambda: TableSourceProcessor(store_name)), source)
         self.topology.add_state_store(
-            self.store_builder(store_name, mat, key_serde, value_serde), table_source
-        )
+            self.store_builder(store_name, mat, key_serde, value_serde, versioned_ok=True),
+            table_source)
         self.source_tables.append((store_name, topic))
         table = KTable(self, table_source, store_name, key_serde, value_serde)
         table.offers_old_values = mat.name is not None  # Kafka materializes only named sources
@@ -125,8 +129,23 @@ class StreamsBuilder:
 
     @staticmethod
     def store_builder(name: str, mat: Materialized, key_serde: Serde[Any] | None,
-                      value_serde: Serde[Any] | None, kind: str = "kv", **extra: Any
-                      ) -> StoreBuilder:
+                      value_serde: Serde[Any] | None, kind: str = "kv", *,
+                      versioned_ok: bool = False, **extra: Any) -> StoreBuilder:
+        """``versioned_ok``: the caller honours a versioned ``Materialized`` (KIP-889: source
+        tables and ``to_table``); elsewhere one is refused rather than ignored."""
+        if mat.versioned:
+            if not versioned_ok or kind != "kv":
+                raise ValueError(
+                    f"store {name!r}: a versioned store materializes only a source table "
+                    "(StreamsBuilder.table) or KStream.to_table here")
+            from ..state.versioned import changelog_config
+
+            assert mat.supplier is not None
+            history = mat.supplier.retention_ms or 0
+            return StoreBuilder(name, "versioned", mat.key_serde or key_serde,
+                                mat.value_serde or value_serde, mat.store_type,
+                                logging=mat.logging, retention_ms=history,
+                                changelog_config=changelog_config(history))
         return StoreBuilder(name, kind, mat.key_serde or key_serde,
                             mat.value_serde or value_serde, mat.store_type,
                             logging=mat.logging, **extra)

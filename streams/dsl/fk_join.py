@@ -41,15 +41,18 @@ if TYPE_CHECKING:
 _FK = "KTABLE-FK-JOIN-"
 
 
-def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callable[[Any], Any],
+def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callable[..., Any],
                      joiner: Callable[[Any, Any], Any], kind: str,
                      materialized: Materialized | str | None = None, *,
-                     name: str | None = None) -> KTable:
+                     name: str | None = None, table_joined: Any = None) -> KTable:
     """Join each left row with the right row whose key is ``foreign_key_extractor(value)``.
 
     ``kind`` is "inner" or "left" (reference §2.4). One right update fans out to every left
     key referencing it. ``name`` plays Kafka's ``TableJoined.as(name)``: topics become
     ``<app>-<name>-subscription-registration-topic`` / ``-subscription-response-topic``.
+    ``foreign_key_extractor`` takes ``(value)`` or, as Kafka 4.0's BiFunction, ``(key, value)``;
+    ``table_joined`` (a ``TableJoined``) gives the name and both tables' partitioners
+    (fk_partitioners.py).
     """
     from .ktable import KTable
 
@@ -59,6 +62,11 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
         raise TypeError(f"a foreign-key join needs a KTable, got {type(right).__name__}")
     if foreign_key_extractor is None:
         raise TypeError("a foreign-key join needs foreign_key_extractor=(value) -> key")
+    from .fk_partitioners import keyed_extractor, partitioners
+
+    extractor = keyed_extractor(foreign_key_extractor, f"KTable.{kind_method(kind)}")
+    name = name or (table_joined.name if table_joined is not None else None)
+    registration_partitioner, response_partitioner_ = partitioners(left, right, table_joined)
     builder = left.builder
     topology = builder.topology
     left_join = kind == "left"
@@ -96,11 +104,12 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     # left side: subscribe
     topology.add_processor(
         send_name,
-        lambda: SubscriptionSendProcessor(left_store, foreign_key_extractor, left_join, fk_serde),
+        lambda: SubscriptionSendProcessor(left_store, extractor, left_join, fk_serde),
         left_node)
     topology.connect_processor_and_state_stores(send_name, left_store)
     topology.add_sink(registration_sink, registration_topic, send_name,
-                      key_serde=Serdes.bytes(), value_serde=subscription_serde)
+                      key_serde=Serdes.bytes(), value_serde=subscription_serde,
+                      partitioner=registration_partitioner)
 
     # right side: remember subscriptions, answer them, fan right updates out
     topology.add_source(registration_source, registration_topic, key_serde=Serdes.bytes(),
@@ -122,7 +131,7 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     topology.connect_processor_and_state_stores(foreign_join, subscription_store)
     topology.add_sink(response_sink, response_topic, subscription_join, foreign_join,
                       key_serde=Serdes.bytes(), value_serde=response_serde,
-                      partitioner=response_partitioner)
+                      partitioner=response_partitioner_ or response_partitioner)
     copartition(topology, registration_source, right_node, operator=receive_name)
 
     # back on the left: resolve responses into the result table
@@ -141,6 +150,10 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
                                  result_name)
     copartition(topology, response_source, left_node, operator=resolver)
     return KTable(builder, result_name, result_store, key_serde, value_serde)
+
+
+def kind_method(kind: str) -> str:
+    return "join" if kind == "inner" else "left_join"
 
 
 def left_store_type(table: KTable, builder: Any) -> str:

@@ -24,6 +24,7 @@ from ..processor.stateless import PassThroughProcessor
 from ..serde import Serde, Serdes
 from ..state.stores import StoreBuilder
 from ..topology.topology import SourceDef, Topology
+from .arity import keyed_joiner
 from .materialized import Materialized
 from .windows import JoinWindows
 
@@ -34,8 +35,10 @@ if TYPE_CHECKING:
 Joiner = Callable[[Any, Any], Any]
 
 JOIN_KINDS = ("inner", "left", "outer")
+_METHOD = {"inner": "join", "left": "left_join", "outer": "outer_join"}
 _STREAM_JOIN_OPTIONS = frozenset({"name", "store_name", "key_serde", "value_serde",
-                                  "other_value_serde", "store_type", "logging", "key_selector"})
+                                  "other_value_serde", "store_type", "logging", "key_selector",
+                                  "grace_period_ms"})
 
 
 # -- shared helpers -----------------------------------------------------------------------------
@@ -106,23 +109,33 @@ def stream_join(stream: KStream, other: Any, joiner: Joiner, windows: Any, kind:
     ``value_serde``, ``other_value_serde``, and for stream-stream joins ``store_name``,
     ``store_type``, ``logging``; a global-table join needs ``key_selector=(key, value) -> key``.
     """
+    from .joined import Joined
     from .kstream import KStream
     from .ktable import GlobalKTable, KTable
 
+    if isinstance(windows, Joined):  # Kafka's join(table, joiner, joined)
+        windows, kwargs = None, {**windows.options(), **kwargs}
+    joined = kwargs.pop("joined", None)
+    if joined is not None:
+        if not isinstance(joined, Joined):
+            raise TypeError(f"joined= takes a Joined, got {joined!r}")
+        kwargs = {**joined.options(), **kwargs}
     unknown = set(kwargs) - _STREAM_JOIN_OPTIONS
     if unknown:
         raise TypeError(f"unknown join option(s) {sorted(unknown)}; "
                         f"allowed: {sorted(_STREAM_JOIN_OPTIONS)}")
     if kind not in JOIN_KINDS:
         raise ValueError(f"join kind must be one of {JOIN_KINDS}, got {kind!r}")
-    if joiner is None:
-        raise TypeError("a join needs a joiner(left_value, right_value)")
+    # stream joins call joiner(key, left, right): Kafka's ValueJoinerWithKey (arity.py)
+    joiner = keyed_joiner(joiner, f"KStream.{_METHOD[kind]}")
     if isinstance(other, KStream):
         if not isinstance(windows, JoinWindows):
             raise TypeError("a stream-stream join needs JoinWindows, e.g. "
                             "JoinWindows.of_time_difference_with_no_grace(1000)")
         if "key_selector" in kwargs:
             raise TypeError("key_selector is only for joins with a GlobalKTable")
+        if "grace_period_ms" in kwargs:
+            raise TypeError("a stream-stream join takes its grace from JoinWindows, not Joined")
         return _stream_stream_join(stream, other, joiner, windows, kind, **kwargs)
     if windows is not None:
         raise TypeError("only stream-stream joins take JoinWindows")
@@ -130,6 +143,9 @@ def stream_join(stream: KStream, other: Any, joiner: Joiner, windows: Any, kind:
         raise TypeError(f"a KStream cannot be outer-joined with a {type(other).__name__} "
                         "(Kafka supports join and left_join only)")
     if isinstance(other, GlobalKTable):
+        if "grace_period_ms" in kwargs:
+            raise TypeError("a grace period is for joins with a versioned KTable, not a "
+                            "GlobalKTable")
         return _global_table_join(stream, other, joiner, kind == "left", **kwargs)
     if isinstance(other, KTable):
         if "key_selector" in kwargs:
@@ -141,8 +157,11 @@ def stream_join(stream: KStream, other: Any, joiner: Joiner, windows: Any, kind:
 def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: bool, *,
                        name: str | None = None, key_serde: Serde[Any] | None = None,
                        value_serde: Serde[Any] | None = None,
-                       other_value_serde: Serde[Any] | None = None) -> KStream:
+                       other_value_serde: Serde[Any] | None = None,
+                       grace_period_ms: int | None = None) -> KStream:
     """Only the stream triggers; the table's store is read. Output ts = the stream record's.
+    A versioned table is read as of the stream record's time, after a grace period if one is
+    given (versioned.py).
 
     A re-keyed stream is repartitioned with the join's ``key_serde``, else its own, else the
     table's: the repartition topic must hold the table topic's key bytes so that the default
@@ -159,8 +178,16 @@ def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: boo
                                         value_serde)
     table_node, store = materialized_view(table)
     join_name = name or builder.new_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
-    topology.add_processor(join_name, lambda: StreamTableJoinProcessor(store, joiner, left),
-                           stream.node)
+    from .versioned import versioned_stream_table_join  # KIP-914 / KIP-923
+
+    supplier, buffer = versioned_stream_table_join(stream, table, store, joiner, left,
+                                                   join_name, grace_period_ms, key_serde,
+                                                   value_serde)
+    topology.add_processor(
+        join_name, supplier or (lambda: StreamTableJoinProcessor(store, joiner, left)),
+        stream.node)
+    if buffer is not None:
+        topology.add_state_store(buffer, join_name)
     topology.connect_processor_and_state_stores(join_name, store)
     copartition(topology, stream.node, table_node, operator=join_name)
     return KStream(builder, join_name, key_serde or stream.key_serde, None, False)

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..processor.api import ProcessorSupplier
+from ..processor.keyed import FlatMapValuesWithKeyProcessor, MapValuesWithKeyProcessor
 from ..processor.stateless import (
     BranchProcessor,
     DropNullKeyProcessor,
@@ -26,7 +27,8 @@ from ..processor.stateless import (
 )
 from ..serde import Serde
 from ..topology.topology import StreamPartitioner, TopicNameExtractor
-from .arity import check
+from .arity import check, takes_key
+from .branched import Branched
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -109,8 +111,11 @@ class KStream:
         return self._add("KSTREAM-MAP", lambda: MapProcessor(fn), key_changed=True,
                          keep_value_serde=False)
 
-    def map_values(self, fn: Callable[[Any], Any]) -> KStream:
-        check(fn, "KStream.map_values", "mapper(value)")
+    def map_values(self, fn: Callable[..., Any]) -> KStream:
+        """``fn(value)``, or ``fn(key, value)`` (Kafka's ValueMapperWithKey), by arity."""
+        if takes_key(fn, "KStream.map_values", "mapper(value)", "mapper(key, value)"):
+            return self._add("KSTREAM-MAPVALUES", lambda: MapValuesWithKeyProcessor(fn),
+                             keep_value_serde=False)
         return self._add("KSTREAM-MAPVALUES", lambda: MapValuesProcessor(fn),
                          keep_value_serde=False)
 
@@ -119,8 +124,11 @@ class KStream:
         return self._add("KSTREAM-FLATMAP", lambda: FlatMapProcessor(fn), key_changed=True,
                          keep_value_serde=False)
 
-    def flat_map_values(self, fn: Callable[[Any], Any]) -> KStream:
-        check(fn, "KStream.flat_map_values", "mapper(value)")
+    def flat_map_values(self, fn: Callable[..., Any]) -> KStream:
+        """``fn(value)`` or ``fn(key, value)`` returning an iterable of values, by arity."""
+        if takes_key(fn, "KStream.flat_map_values", "mapper(value)", "mapper(key, value)"):
+            return self._add("KSTREAM-FLATMAPVALUES",
+                             lambda: FlatMapValuesWithKeyProcessor(fn), keep_value_serde=False)
         return self._add("KSTREAM-FLATMAPVALUES", lambda: FlatMapValuesProcessor(fn),
                          keep_value_serde=False)
 
@@ -185,9 +193,13 @@ class KStream:
         key_serde = mat.key_serde or stream.key_serde
         value_serde = mat.value_serde or stream.value_serde
         topology = self.builder.topology
-        topology.add_processor(name, lambda: TableSourceProcessor(store_name), stream.node)
+        from .versioned import table_source_supplier  # KIP-914: a versioned table
+
+        topology.add_processor(name, table_source_supplier(store_name, mat.versioned)
+                               or (lambda: TableSourceProcessor(store_name)), stream.node)
         topology.add_state_store(
-            self.builder.store_builder(store_name, mat, key_serde, value_serde), name)
+            self.builder.store_builder(store_name, mat, key_serde, value_serde,
+                                       versioned_ok=True), name)
         table = KTable(self.builder, name, store_name, key_serde, value_serde)
         table.offers_old_values = mat.name is not None  # Kafka materializes only named ones
         return table
@@ -210,28 +222,29 @@ class KStream:
 
     def join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
              **kwargs: Any) -> KStream:
-        check(joiner, "KStream.join", "joiner(left_value, right_value)")
         from .joins import stream_join
 
         return stream_join(self, other, joiner, windows, "inner", **kwargs)
 
     def left_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
                   **kwargs: Any) -> KStream:
-        check(joiner, "KStream.left_join", "joiner(left_value, right_value)")
         from .joins import stream_join
 
         return stream_join(self, other, joiner, windows, "left", **kwargs)
 
     def outer_join(self, other: Any, joiner: Callable[[Any, Any], Any], windows: Any = None,
                    **kwargs: Any) -> KStream:
-        check(joiner, "KStream.outer_join", "joiner(left_value, right_value)")
         from .joins import stream_join
 
         return stream_join(self, other, joiner, windows, "outer", **kwargs)
 
 
 class BranchedKStream:
-    """``split()``: records go to the first branch whose predicate matches."""
+    """``split()``: records go to the first branch whose predicate matches.
+
+    As in Kafka, the splitter node is added at ``split()`` and each branch's node when the
+    branch is declared, so a ``Branched.with_function`` chain is built in declaration order.
+    """
 
     def __init__(self, stream: KStream, name: str | None) -> None:
         self.stream = stream
@@ -239,35 +252,56 @@ class BranchedKStream:
         self.prefix = self.splitter  # Kafka: splitter name + branch name or index, no dash
         self.predicates: list[Callable[[Any, Any], bool]] = []
         self.names: list[str] = []
+        self.default: str | None = None
+        self.result: dict[str, KStream] = {}
         self._done = False
+        # the processor reads the lists when a task builds it, after the DSL is done
+        stream.builder.topology.add_processor(
+            self.splitter, lambda: BranchProcessor(self.predicates, self.names, self.default),
+            stream.node)
 
-    def branch(self, predicate: Callable[[Any, Any], bool], name: str | None = None
+    def branch(self, predicate: Callable[[Any, Any], bool],
+               branched: Branched | str | None = None, *, name: str | None = None
                ) -> BranchedKStream:
         check(predicate, "BranchedKStream.branch", "predicate(key, value)")
         if self._done:
             raise ValueError("branch() after default_branch()/no_default_branch()")
+        spec = Branched.of(branched if name is None else name)
         self.predicates.append(predicate)
-        self.names.append(self.prefix + (name or str(len(self.names) + 1)))
+        child = self.prefix + (spec.name or str(len(self.names) + 1))
+        self.names.append(child)
         self.stream.builder.next_index()  # Kafka spends a counter value on each branch
+        self._create(child, spec)
         return self
 
-    def default_branch(self, name: str | None = None) -> dict[str, KStream]:
+    def default_branch(self, branched: Branched | str | None = None, *,
+                       name: str | None = None) -> dict[str, KStream]:
+        self._finish()
+        spec = Branched.of(branched if name is None else name)
+        self.default = self.prefix + (spec.name or "0")
         self.stream.builder.next_index()
-        return self._finish(self.prefix + (name or "0"))
+        self._create(self.default, spec)
+        return self.result
 
     def no_default_branch(self) -> dict[str, KStream]:
-        return self._finish(None)
+        self._finish()
+        return self.result
 
-    def _finish(self, default: str | None) -> dict[str, KStream]:
+    def _finish(self) -> None:
+        if self._done:
+            raise ValueError("default_branch()/no_default_branch() called twice")
         self._done = True
+
+    def _create(self, child: str, spec: Branched) -> None:
         stream = self.stream
-        topology = stream.builder.topology
-        predicates, names = list(self.predicates), list(self.names)
-        topology.add_processor(self.splitter,
-                               lambda: BranchProcessor(predicates, names, default), stream.node)
-        result = {}
-        for child in names + ([default] if default else []):
-            topology.add_processor(child, PassThroughProcessor, self.splitter)
-            result[child] = KStream(stream.builder, child, stream.key_serde, stream.value_serde,
-                                    stream.repartition_required)
-        return result
+        stream.builder.topology.add_processor(child, PassThroughProcessor, self.splitter)
+        branch = KStream(stream.builder, child, stream.key_serde, stream.value_serde,
+                         stream.repartition_required)
+        if spec.function is not None:
+            chained = spec.function(branch)
+            if chained is not None:
+                self.result[child] = chained
+        elif spec.consumer is not None:
+            spec.consumer(branch)
+        else:
+            self.result[child] = branch

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..processor.aggregate import TableToStreamProcessor
+from ..processor.keyed import TableMapValuesWithKeyProcessor
 from ..processor.table import TableFilterProcessor, TableMapValuesProcessor
 from ..serde import Serde
-from .arity import check
+from .arity import check, takes_key
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -102,12 +103,14 @@ class KTable:
                                                       table.send_old_values or parent_sends),
             self.value_serde)
 
-    def map_values(self, mapper: Callable[[Any], Any],
+    def map_values(self, mapper: Callable[..., Any],
                    materialized: Materialized | str | None = None) -> KTable:
-        check(mapper, "KTable.map_values", "mapper(value)")
+        """``mapper(value)``, or ``mapper(key, value)`` (Kafka's ValueMapperWithKey)."""
+        keyed = takes_key(mapper, "KTable.map_values", "mapper(value)", "mapper(key, value)")
+        processor = TableMapValuesWithKeyProcessor if keyed else TableMapValuesProcessor
         return self._derive(
             "KTABLE-MAPVALUES", materialized,
-            lambda table, store: TableMapValuesProcessor(mapper, store, table.send_old_values),
+            lambda table, store: processor(mapper, store, table.send_old_values),
             None)
 
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
@@ -140,13 +143,19 @@ class KTable:
 
     def join(self, other: KTable, joiner: Callable[[Any, Any], Any],
              materialized: Materialized | str | None = None, *,
-             foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
-        return self._table_join(other, joiner, "inner", materialized, foreign_key_extractor)
+             foreign_key_extractor: Callable[..., Any] | None = None,
+             table_joined: Any = None) -> KTable:
+        """Primary-key join, or foreign-key join with ``foreign_key_extractor`` taking
+        ``(value)`` or ``(key, value)`` and an optional ``TableJoined`` (dsl/joined.py)."""
+        return self._table_join(other, joiner, "inner", materialized, foreign_key_extractor,
+                                table_joined)
 
     def left_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
                   materialized: Materialized | str | None = None, *,
-                  foreign_key_extractor: Callable[[Any], Any] | None = None) -> KTable:
-        return self._table_join(other, joiner, "left", materialized, foreign_key_extractor)
+                  foreign_key_extractor: Callable[..., Any] | None = None,
+                  table_joined: Any = None) -> KTable:
+        return self._table_join(other, joiner, "left", materialized, foreign_key_extractor,
+                                table_joined)
 
     def outer_join(self, other: KTable, joiner: Callable[[Any, Any], Any],
                    materialized: Materialized | str | None = None) -> KTable:
@@ -154,22 +163,30 @@ class KTable:
 
     def _table_join(self, other: KTable, joiner: Callable[[Any, Any], Any], kind: str,
                     materialized: Materialized | str | None,
-                    foreign_key_extractor: Callable[[Any], Any] | None) -> KTable:
+                    foreign_key_extractor: Callable[..., Any] | None,
+                    table_joined: Any = None) -> KTable:
         if not isinstance(other, KTable):
             raise TypeError(f"a KTable joins another KTable, got {type(other).__name__}")
+        if table_joined is not None and foreign_key_extractor is None:
+            raise TypeError("table_joined is for foreign-key joins (foreign_key_extractor=)")
         self.enable_sending_old_values()
         other.enable_sending_old_values()
         if foreign_key_extractor is not None:
             from .fk_join import foreign_key_join
 
             return foreign_key_join(self, other, foreign_key_extractor, joiner, kind,
-                                    materialized)
+                                    materialized, table_joined=table_joined)
         from .joins import table_join
 
         return table_join(self, other, joiner, kind, materialized)
 
     def suppress(self, suppressed: Any) -> KTable:
         from .suppress import suppress_table
+        from .versioned import versioned_upstream
+
+        if versioned_upstream(self):  # as Kafka's TopologyException
+            raise ValueError("suppress() is only supported for non-versioned KTables (note "
+                             "that version semantics might be inherited from upstream)")
 
         return suppress_table(self, suppressed)
 

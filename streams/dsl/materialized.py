@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..serde import Serde
-from ..state.stores import STORE_TYPES
+from ..state.stores import STORE_TYPES, StoreSupplier
 
 Duration = int | datetime.timedelta
 
@@ -44,6 +44,34 @@ class Materialized:
         self.store_type = store_type
         self.retention = retention
         self.logging = logging
+        self.supplier: StoreSupplier | None = None
+
+    @classmethod
+    def as_(cls, name_or_supplier: str | StoreSupplier) -> Materialized:
+        """Kafka's ``Materialized.as``: a store name, or a store supplier, today a versioned
+        one (``Stores.persistent_versioned_key_value_store``; KIP-889)."""
+        if isinstance(name_or_supplier, str):
+            return cls(name_or_supplier)
+        if isinstance(name_or_supplier, StoreSupplier) and name_or_supplier.kind == "versioned":
+            mat = cls(name_or_supplier.name, store_type=name_or_supplier.store_type)
+            mat.supplier = name_or_supplier
+            return mat
+        raise TypeError("Materialized.as_ takes a store name or a versioned store supplier "
+                        "(Stores.persistent_versioned_key_value_store), got "
+                        f"{name_or_supplier!r}")
+
+    def with_key_serde(self, key_serde: Serde[Any]) -> Materialized:
+        self.key_serde = key_serde
+        return self
+
+    def with_value_serde(self, value_serde: Serde[Any]) -> Materialized:
+        self.value_serde = value_serde
+        return self
+
+    @property
+    def versioned(self) -> bool:
+        """Whether this materializes into a versioned key-value store (KIP-889)."""
+        return self.supplier is not None and self.supplier.kind == "versioned"
 
     @property
     def retention_ms(self) -> int | None:

@@ -60,11 +60,14 @@ class Change(Generic[V]):
     topology (sinks and ``to_stream`` see only ``new``).
     """
 
-    __slots__ = ("new", "old")
+    __slots__ = ("new", "old", "is_latest")
 
-    def __init__(self, new: V | None, old: V | None) -> None:
+    def __init__(self, new: V | None, old: V | None, is_latest: bool = True) -> None:
         self.new = new
         self.old = old
+        # False for an out-of-order update of a versioned table (KIP-914): it changed the
+        # table's history, not its latest value; joins and group_by ignore it.
+        self.is_latest = is_latest
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Change) and (self.new, self.old) == (other.new, other.old)

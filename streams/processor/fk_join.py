@@ -155,8 +155,8 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
     output as in the docs table (reference §2.4).
     """
 
-    def __init__(self, left_store_name: str, extractor: Callable[[Any], Any], left_join: bool,
-                 fk_serde: Serde[Any] | None) -> None:
+    def __init__(self, left_store_name: str, extractor: Callable[[Any, Any], Any],
+                 left_join: bool, fk_serde: Serde[Any] | None) -> None:
         self.left_store_name = left_store_name
         self.extractor = extractor
         self.left_join = left_join
@@ -169,8 +169,8 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
         self.value_serde = store.value_serde
         self.fk_serde = topic_key_serde(self.fk_serde_explicit, context.app_config)
 
-    def _fk_bytes(self, value: Any) -> bytes | None:
-        fk = self.extractor(value)
+    def _fk_bytes(self, key: Any, value: Any) -> bytes | None:
+        fk = self.extractor(key, value)  # (key, value) -> fk, Kafka 4.0's BiFunction form
         return None if fk is None else self.fk_serde.serialize(self.left_store_name, fk)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
@@ -187,8 +187,8 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
             wrapper = SubscriptionWrapper(new_hash, instruction, pk, partition)
             self.context.forward(Record(fk, wrapper, record.timestamp, record.headers))
 
-        new_fk = None if new is None else self._fk_bytes(new)
-        old_fk = None if old is None else self._fk_bytes(old)
+        new_fk = None if new is None else self._fk_bytes(record.key, new)
+        old_fk = None if old is None else self._fk_bytes(record.key, old)
         if self.left_join:
             if new is None:  # delete: unsubscribe silently; the null-FK subscription answers
                 # with the tombstone, stamped with the delete's own time (as Kafka's "hack")
@@ -305,8 +305,8 @@ class ForeignTableJoinProcessor(Processor[Any, Any]):
         self.value_serde = internal_value_serde(self.value_serde_explicit, context.app_config)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
-        if record.key is None:
-            return
+        if record.key is None or not record.value.is_latest:
+            return  # KIP-914: an out-of-order update of a versioned table answers nothing
         prefix = combined_prefix(self.fk_serde.serialize(self.store_name, record.key))
         foreign = self.value_serde.serialize(self.store_name, record.value.new)
         subscribers = [(bytes(slot), wrapper)
@@ -340,7 +340,8 @@ class ResponseJoinProcessor(Processor[Any, Any]):
     def process(self, record: Record[bytes, SubscriptionResponseWrapper]) -> None:
         store = self.left_store
         key = store.key_serde.deserialize(self.left_store_name, record.key)
-        current = store.get(key)
+        found = store.get_with_timestamp(key)  # any table store, versioned ones too
+        current = None if found is None else found[0]
         current_hash = value_hash(store.value_serde.serialize(self.left_store_name, current))
         response = record.value
         if response.hash != current_hash:

@@ -90,7 +90,7 @@ class StreamTableJoinProcessor(Processor[Any, Any]):
         other = None if lookup is None else self.store.get(lookup)
         if other is None and not self.left:
             return
-        self.context.forward(record.with_value(self.joiner(value, other)))
+        self.context.forward(record.with_value(self.joiner(key, value, other)))
 
 
 # -- table-table (primary key) ------------------------------------------------------------------
@@ -154,6 +154,8 @@ class TableTableJoinProcessor(Processor[Any, Any]):
             log.debug("table-table join: skipping a record with a null key")
             return
         change = record.value
+        if not change.is_latest:
+            return  # KIP-914: an out-of-order update of a versioned table joins nothing
         found = self.other_store.get_with_timestamp(key)
         other = None if found is None else found[0]
         mode = self.mode
@@ -310,7 +312,7 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         self.other_store_name = other_store_name
         self.this_value_serde = this_value_serde
         self.outer_store_name = outer_store_name
-        self.joiner = joiner  # always (left_value, right_value)
+        self.joiner = joiner  # always (key, left_value, right_value)
         self.outer = outer
         self.before_ms = before_ms
         self.after_ms = after_ms
@@ -342,10 +344,10 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
     def close(self) -> None:
         self.trackers.remove(self.context.task_id)
 
-    def _join(self, this_value: Any, other_value: Any) -> Any:
+    def _join(self, key: Any, this_value: Any, other_value: Any) -> Any:
         if self.is_left:
-            return self.joiner(this_value, other_value)
-        return self.joiner(other_value, this_value)
+            return self.joiner(key, this_value, other_value)
+        return self.joiner(key, other_value, this_value)
 
     def process(self, record: Record[Any, Any]) -> None:
         timestamp = record.timestamp
@@ -356,7 +358,7 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
             log.debug("stream-stream join: skipping a record with a null key or value")
             return
         if key is None:
-            self.context.forward(record.with_value(self._join(value, None)))
+            self.context.forward(record.with_value(self._join(key, value, None)))
             return
         outer_store = self.outer_store
         if outer_store is not None and timestamp == tracker.stream_time:
@@ -371,12 +373,12 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
                 partner = outer_key(other_ts, not self.is_left, key_bytes)  # type: ignore[arg-type]
                 if outer_store.get(partner) is not None:
                     outer_store.delete(partner)
-            self.context.forward(Record(key, self._join(value, other_value),
+            self.context.forward(Record(key, self._join(key, value, other_value),
                                         max(timestamp, other_ts), record.headers))
         if joined or not self.outer:
             return
         if outer_store is None or time_to < tracker.stream_time:
-            self.context.forward(record.with_value(self._join(value, None)))
+            self.context.forward(record.with_value(self._join(key, value, None)))
             return
         tracker.update_min(timestamp)
         serde = self.left_value_serde if self.is_left else self.right_value_serde
@@ -419,7 +421,8 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
             serde = self.left_value_serde if is_left else self.right_value_serde
             for value_bytes in split_values(data):
                 value = serde.deserialize(self.outer_store_name, value_bytes)
-                result = self.joiner(value, None) if is_left else self.joiner(None, value)
+                result = (self.joiner(key, value, None) if is_left
+                          else self.joiner(key, None, value))
                 self.context.forward(Record(key, result, slot_ts, record.headers))
             emitted.append(bytes(slot))
         for slot in emitted:

@@ -60,7 +60,7 @@ class TableFilterProcessor(Processor[Any, Any]):
                 return  # out of the filtered table before and after: nothing to say
         if self.store is not None:
             self.store.put(key, new, record.timestamp)
-        self.context.forward(record.with_value(Change(new, old)))
+        self.context.forward(record.with_value(Change(new, old, change.is_latest)))
 
 
 class TableMapValuesProcessor(Processor[Any, Any]):
@@ -78,17 +78,21 @@ class TableMapValuesProcessor(Processor[Any, Any]):
         if self.store_name is not None:
             self.store = context.get_state_store(self.store_name)
 
+    def _map(self, key: Any, value: Any) -> Any:
+        """The user's mapper; the key-aware variant (processor/keyed.py) passes the key."""
+        return self.mapper(value)
+
     def process(self, record: Record[Any, Any]) -> None:
         change: Change[Any] = record.value
-        new = None if change.new is None else self.mapper(change.new)
+        new = None if change.new is None else self._map(record.key, change.new)
         old = None
         if self.store is not None:
             if self.send_old:
                 old = self.store.get(record.key)
             self.store.put(record.key, new, record.timestamp)
         elif self.send_old and change.old is not None:
-            old = self.mapper(change.old)
-        self.context.forward(record.with_value(Change(new, old)))
+            old = self._map(record.key, change.old)
+        self.context.forward(record.with_value(Change(new, old, change.is_latest)))
 
 
 class TableRepartitionMapProcessor(Processor[Any, Any]):
@@ -104,9 +108,9 @@ class TableRepartitionMapProcessor(Processor[Any, Any]):
         self.mapper = mapper
 
     def process(self, record: Record[Any, Any]) -> None:
-        if record.key is None:
-            return
         change: Change[Any] = record.value
+        if record.key is None or not change.is_latest:
+            return  # KIP-914: an out-of-order update of a versioned table changes no group
         new_pair = None if change.new is None else self.mapper(record.key, change.new)
         old_pair = None if change.old is None else self.mapper(record.key, change.old)
         ts, headers = record.timestamp, record.headers

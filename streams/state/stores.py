@@ -34,7 +34,7 @@ class StoreInitContext:
 @dataclass
 class StoreBuilder:
     name: str
-    kind: str = "kv"  # "kv" | "window" | "session" | "suppress"
+    kind: str = "kv"  # "kv" | "window" | "session" | "suppress" | "versioned" | "join-buffer"
     key_serde: Serde[Any] | None = None
     value_serde: Serde[Any] | None = None
     store_type: str = "rocksdb"
@@ -96,12 +96,16 @@ STORE_FACTORIES: dict[str, Callable[[StoreBuilder, StoreInitContext], Any]] = {"
 
 def _register_windowed_kinds() -> None:
     from .buffer import build_buffer
+    from .join_buffer import build_join_buffer
     from .session import build_session_store
+    from .versioned import build_versioned_store
     from .window import build_window_store
 
     STORE_FACTORIES["window"] = build_window_store
     STORE_FACTORIES["session"] = build_session_store
     STORE_FACTORIES["suppress"] = build_buffer
+    STORE_FACTORIES["versioned"] = build_versioned_store  # KIP-889 (versioned.py)
+    STORE_FACTORIES["join-buffer"] = build_join_buffer  # KIP-923 (join_buffer.py)
 
 
 _register_windowed_kinds()
@@ -170,6 +174,33 @@ class Stores:
     @staticmethod
     def in_memory_session_store(name: str, retention_period: Any) -> StoreSupplier:
         return StoreSupplier(name, "session", "memory", _ms(retention_period))
+
+    @staticmethod
+    def persistent_versioned_key_value_store(name: str, history_retention: Any
+                                             ) -> StoreSupplier:
+        """A RocksDB versioned key-value store keeping ``history_retention`` of history
+        (KIP-889; versioned.py); for ``Materialized.as_`` or ``versioned_key_value_store_builder``."""
+        return StoreSupplier(name, "versioned", "rocksdb", _ms(history_retention))
+
+    @staticmethod
+    def in_memory_versioned_key_value_store(name: str, history_retention: Any
+                                            ) -> StoreSupplier:
+        """The same in memory (ours: Kafka has only the RocksDB one)."""
+        return StoreSupplier(name, "versioned", "memory", _ms(history_retention))
+
+    @staticmethod
+    def versioned_key_value_store_builder(supplier: StoreSupplier,
+                                          key_serde: Serde[Any] | None = None,
+                                          value_serde: Serde[Any] | None = None
+                                          ) -> StoreBuilder:
+        """A versioned store for the Processor API: ``get(key, as_of_timestamp)`` and
+        ``put(key, value, timestamp)`` (versioned.py)."""
+        from .versioned import changelog_config
+
+        builder = _from_supplier(supplier, "versioned", "versioned_key_value_store_builder",
+                                 key_serde, value_serde, False)
+        builder.changelog_config = changelog_config(supplier.retention_ms or 0)
+        return builder
 
     @staticmethod
     def window_store_builder(supplier: StoreSupplier, key_serde: Serde[Any] | None = None,

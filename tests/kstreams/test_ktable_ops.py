@@ -175,7 +175,7 @@ def fake_modules(monkeypatch):
     joins = types.ModuleType("streams.dsl.joins")
     joins.table_join = lambda *args: calls.append(("table_join", *args)) or "joined"
     fk = types.ModuleType("streams.dsl.fk_join")
-    fk.foreign_key_join = lambda *args: calls.append(("fk", *args)) or "fk-joined"
+    fk.foreign_key_join = lambda *args, **options: calls.append(("fk", *args)) or "fk-joined"
     suppress = types.ModuleType("streams.dsl.suppress")
     suppress.suppress_table = lambda *args: calls.append(("suppress", *args)) or "suppressed"
     for name, module in (("joins", joins), ("fk_join", fk), ("suppress", suppress)):

@@ -19,9 +19,11 @@ def stream():
 
 @pytest.mark.parametrize(("build", "operator", "call"), [
     (lambda s: s.filter(lambda v: True), "KStream.filter", "predicate(key, value)"),
-    (lambda s: s.map_values(lambda k, v: v), "KStream.map_values", "mapper(value)"),
+    (lambda s: s.map_values(lambda k, v, x: v), "KStream.map_values", "mapper(key, value)"),
     (lambda s: s.map(lambda kv: kv), "KStream.map", "mapper(key, value)"),
     (lambda s: s.flat_map_values(lambda: []), "KStream.flat_map_values", "mapper(value)"),
+    (lambda s: s.join(s.to_table(), lambda a, b, c, d: a), "KStream.join",
+     "joiner(key, left_value, right_value)"),
     (lambda s: s.peek(lambda k, v, extra: None), "KStream.peek", "action(key, value)"),
     (lambda s: s.group_by(lambda v: v), "KStream.group_by", "key_selector(key, value)"),
     (lambda s: s.split().branch(lambda v: True), "BranchedKStream.branch",
@@ -41,7 +43,8 @@ def stream():
      .aggregate(lambda: 0, lambda k, v, a: 0, lambda a, b: a), "SessionWindowedKStream.aggregate",
      "merger(key, aggregate1, aggregate2)"),
     (lambda s: s.to_table().filter(lambda v: True), "KTable.filter", "predicate(key, value)"),
-    (lambda s: s.to_table().map_values(lambda k, v: v), "KTable.map_values", "mapper(value)"),
+    (lambda s: s.to_table().map_values(lambda k, v, x: v), "KTable.map_values",
+     "mapper(key, value)"),
     (lambda s: s.to_table().group_by(lambda v: v), "KTable.group_by", "selector(key, value)"),
     (lambda s: s.to_table().group_by(lambda k, v: (k, v)).aggregate(
         lambda: 0, lambda k, v, a: a, lambda k, v: 0), "KGroupedTable.aggregate",

@@ -253,5 +253,75 @@ def cogroups() -> list[Case]:
     return cases
 
 
+# A versioned table (KIP-889) with out-of-order updates, a tombstone and an update older than
+# the history retention; stream records in and out of order, some late past the grace.
+_VERSIONED_INPUT = [rec("right", "a", "A1", 1), rec("right", "b", "B1", 2),
+                    rec("right", "a", "A10", 10), rec("left", "a", "s5", 5),
+                    rec("right", "a", "A4", 4), rec("left", "b", "s6", 6),
+                    rec("left", "a", "s12", 12), rec("right", "b", None, 11),
+                    rec("left", "b", "s13", 13), rec("left", "a", "s3", 3),
+                    rec("right", "a", "A30", 30), rec("left", "a", "s31", 31),
+                    rec("right", "b", "B8", 8), rec("left", "b", "s9", 9),
+                    rec("left", "a", "s60", 60), rec("right", "a", "A20", 20),
+                    rec("left", "a", "s21", 21), rec("left", "c", "s61", 61),
+                    rec("right", "a", "A90", 90), rec("left", "a", "s89", 89)]
+
+
+def versioned() -> list[Case]:
+    """Versioned tables (KIP-889/914), the join grace period (KIP-923) and key-aware
+    functions (ValueMapperWithKey, ValueJoinerWithKey, the (key, value) FK extractor)."""
+    cases = []
+    # (history retention, grace): a grace above the history is refused on both sides
+    for kind in ("join", "left_join"):
+        for history, grace in ((25, None), (25, 0), (25, 7), (25, 25), (25, 40), (100, 40)):
+            params: dict[str, Any] = {} if grace is None else {"grace": grace}
+            ops = [op("l", "stream", topic="left"),
+                   op("r", "table", topic="right", store="versioned", versioned=history),
+                   op("j", kind, "l", other="r", fn="concat", **params), *sink("j"),
+                   op("rs", "to_stream", "r"), *sink("rs", "table-changes")]
+            name = f"versioned-{history}-stream-table-{kind}" + (
+                "" if grace is None else f"-grace-{grace}")
+            cases.append({"name": name, "ops": ops, "input": _VERSIONED_INPUT})
+    ops = [op("l", "table", topic="left", store="vl", versioned=25),
+           op("r", "table", topic="right", store="plain"),
+           op("j", "left_join", "l", other="r", fn="concat", store="tj"),
+           op("js", "to_stream", "j"), *sink("js"),
+           op("g", "group_by", "l", fn="by-first-char"),
+           op("c", "count", "g", store="counts"), op("cs", "to_stream", "c"),
+           *sink("cs", "counts")]
+    swapped = [dict(r, topic="right" if r["topic"] == "left" else "left")
+               for r in _VERSIONED_INPUT]
+    cases.append({"name": "versioned-table-ignores-out-of-order-downstream", "ops": ops,
+                  "input": swapped})
+    ops = [op("s", "stream", topic="in"), op("m", "map_values", "s", fn="upper", keyed=True),
+           *sink("m"), op("t", "table", topic="tin"),
+           op("tm", "map_values", "t", fn="len", keyed=True), op("ts", "to_stream", "tm"),
+           *sink("ts", "table-mapped")]
+    cases.append({"name": "key-aware-map-values", "ops": ops,
+                  "input": word_input() + table_input()})
+    for kind in ("join", "left_join"):
+        ops = [op("l", "stream", topic="left"), op("r", "table", topic="right"),
+               op("j", kind, "l", other="r", fn="concat", keyed=True), *sink("j")]
+        cases.append({"name": f"key-aware-stream-table-{kind}", "ops": ops,
+                      "input": join_input(True)[:-2]})
+        ops = [op("l", "stream", topic="left"), op("r", "stream", topic="right"),
+               op("j", kind, "l", other="r", fn="concat", keyed=True,
+                  windows={"diff": 3, "grace": 2}), *sink("j")]
+        cases.append({"name": f"key-aware-stream-stream-{kind}", "ops": ops,
+                      "input": join_input(True)[:-2]})
+    fk_input = [rec("right", "X1", "Apple", 1), rec("right", "X2", "Berry", 2),
+                rec("left", "x1", "apple", 3), rec("left", "x2", "bean", 4),
+                rec("left", "x3", "cake", 5), rec("right", "X3", "Cocoa", 6),
+                rec("right", "X1", "Avocado", 7), rec("left", "x1", "bread", 8),
+                rec("right", "X2", None, 9), rec("left", "x2", None, 10)]
+    for kind in ("join", "left_join"):
+        ops = [op("l", "table", topic="left"), op("r", "table", topic="right"),
+               op("j", kind, "l", other="r", fn="concat", fk="key-upper", fk_keyed=True,
+                  store="fk"),
+               op("js", "to_stream", "j"), *sink("js")]
+        cases.append({"name": f"fk-keyed-extractor-{kind}", "ops": ops, "input": fk_input})
+    return cases
+
+
 def all_cases() -> list[Case]:
-    return stateless() + aggregations() + windows() + joins() + cogroups()
+    return stateless() + aggregations() + windows() + joins() + cogroups() + versioned()

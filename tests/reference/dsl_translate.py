@@ -19,11 +19,13 @@ from typing import Any
 
 from streams import (
     EmitStrategy,
+    Joined,
     JoinWindows,
     Materialized,
     Serdes,
     SessionWindows,
     SlidingWindows,
+    Stores,
     StreamsBuilder,
     Suppressed,
     TimeWindows,
@@ -62,7 +64,7 @@ def annotate(case: dict[str, Any]) -> dict[str, Any]:
                           .get("windows")}
         if op["op"] == "to":
             outputs[op["topic"]] = vt
-        if "store" in op:
+        if "store" in op and not op.get("versioned"):  # versioned stores have no scan
             stores[op["store"]] = store_kind
     case["outputs"] = outputs
     case["stores"] = stores
@@ -83,6 +85,8 @@ def _infer(op: dict[str, Any], info: dict[str, dict[str, Any]]
         return kind, vt, windowed, "kv"
     if name == "map_values":
         _, needs, out = cat.VALUE_MAPPERS[fn]
+        if op.get("keyed"):
+            out = "s"  # key + "@" + mapped value
         if needs and needs != vt:
             raise CaseError(f"{op['id']}: {fn} needs {needs} values, got {vt}")
         return kind, out or vt, windowed, "kv"
@@ -186,6 +190,12 @@ class _Builder:
         b = self.builder
         if name == "stream":
             return b.stream(op["topic"], key_serde=Serdes.string(), value_serde=serde(vt))
+        if name == "table" and op.get("versioned"):  # KIP-889
+            supplier = Stores.persistent_versioned_key_value_store(op["store"], op["versioned"])
+            mat = Materialized.as_(supplier).with_key_serde(Serdes.string()) \
+                .with_value_serde(serde(vt))
+            return b.table(op["topic"], key_serde=Serdes.string(), value_serde=serde(vt),
+                           materialized=mat)
         if name == "table":
             return b.table(op["topic"], key_serde=Serdes.string(), value_serde=serde(vt),
                            materialized=_mat(op, vt) if "store" in op else None)
@@ -200,6 +210,9 @@ class _Builder:
             return method(pred)
         if name == "map_values":
             mapper = _null_safe(cat.VALUE_MAPPERS[fn][0])
+            if op.get("keyed"):  # ValueMapperWithKey, chosen by arity
+                plain = mapper
+                mapper = lambda k, v: cat.s(k) + "@" + cat.s(plain(v))  # noqa: E731
             if _is_table(src):
                 return src.map_values(mapper, _mat(op, vt) if "store" in op else None)
             return src.map_values(mapper)
@@ -290,10 +303,15 @@ class _Builder:
         right = self.nodes[op["other"]]
         rvt = self.types[op["other"]]
         joiner = cat.JOINERS[op["fn"]]
+        if op.get("keyed"):  # ValueJoinerWithKey, chosen by arity
+            plain = joiner
+            joiner = lambda k, lv, rv: cat.s(k) + "@" + plain(lv, rv)  # noqa: E731
         method = getattr(left, name)
         if _is_table(left):
             mat = _mat(op, "s") if "store" in op else None
             if "fk" in op:
+                if op.get("fk_keyed"):  # Kafka 4.0's (key, value) -> fk
+                    return method(right, joiner, mat, foreign_key_extractor=cat.KEY_MAPPERS[op["fk"]])
                 return method(right, joiner, mat,
                               foreign_key_extractor=lambda v: cat.KEY_MAPPERS[op["fk"]](None, v))
             return method(right, joiner, mat)
@@ -303,6 +321,8 @@ class _Builder:
             return method(right, joiner, key_selector=cat.KEY_MAPPERS[op["key_selector"]])
         if type(right).__name__ == "KStream":
             return method(right, joiner, join_windows_of(op["windows"]), **serdes)
+        if "grace" in op:  # KIP-923
+            return method(right, joiner, Joined.with_(**serdes).with_grace_period(op["grace"]))
         return method(right, joiner, **serdes)
 
 

@@ -24,6 +24,7 @@ import org.apache.kafka.streams.TestInputTopic;
 import org.apache.kafka.streams.TopologyTestDriver;
 import org.apache.kafka.streams.kstream.*;
 import org.apache.kafka.streams.state.KeyValueIterator;
+import org.apache.kafka.streams.state.Stores;
 import org.apache.kafka.streams.test.TestRecord;
 
 /**
@@ -203,6 +204,12 @@ public final class TopologyRunner {
             case "stream":
                 return b.stream(op.get("topic").asText(), Consumed.with(Serdes.String(), serde(vt)));
             case "table":
+                if (op.has("versioned")) {  // KIP-889: a versioned source table
+                    Materialized vm = Materialized.as(Stores.persistentVersionedKeyValueStore(op.get("store").asText(),
+                        Duration.ofMillis(op.get("versioned").asLong())));
+                    vm = vm.withKeySerde((Serde) Serdes.String()).withValueSerde((Serde) serde(vt));
+                    return b.table(op.get("topic").asText(), Consumed.with(Serdes.String(), serde(vt)), vm);
+                }
                 return op.has("store") ? b.table(op.get("topic").asText(), Consumed.with(Serdes.String(), serde(vt)), mat(op, vt))
                                        : b.table(op.get("topic").asText(), Consumed.with(Serdes.String(), serde(vt)));
             case "global_table":
@@ -215,6 +222,11 @@ public final class TopologyRunner {
                 return op.has("store") ? ((KTable) from).filter(p, mat(op, vt)) : ((KTable) from).filter(p);
             }
             case "map_values": {
+                if (op.path("keyed").asBoolean()) {  // ValueMapperWithKey
+                    ValueMapperWithKey mk = (k, v) -> s(k) + "@" + s(mapValue(fn, v));
+                    if (from instanceof KStream) return ((KStream) from).mapValues(mk);
+                    return op.has("store") ? ((KTable) from).mapValues(mk, mat(op, vt)) : ((KTable) from).mapValues(mk);
+                }
                 ValueMapper m = v -> mapValue(fn, v);
                 if (from instanceof KStream) return ((KStream) from).mapValues(m);
                 return op.has("store") ? ((KTable) from).mapValues(m, mat(op, vt)) : ((KTable) from).mapValues(m);
@@ -299,11 +311,15 @@ public final class TopologyRunner {
 
     static Object buildJoin(String kind, JsonNode op, Object left, Object right, String lvt, String rvt, String fn) {
         ValueJoiner j = (l, r) -> join(fn, l, r);
+        ValueJoinerWithKey jk = (k, l, r) -> s(k) + "@" + join(fn, l, r);
+        boolean keyed = op.path("keyed").asBoolean();
         boolean inner = kind.equals("join"), leftJoin = kind.equals("left_join");
         if (left instanceof KStream && right instanceof KStream) {
             StreamJoined sj = StreamJoined.with(Serdes.String(), serde(lvt), serde(rvt));
             JoinWindows w = joinWindows(op.get("windows"));
             KStream l = (KStream) left;
+            if (keyed) return inner ? l.join((KStream) right, jk, w, sj) : leftJoin ? l.leftJoin((KStream) right, jk, w, sj)
+                                                                         : l.outerJoin((KStream) right, jk, w, sj);
             return inner ? l.join((KStream) right, j, w, sj) : leftJoin ? l.leftJoin((KStream) right, j, w, sj)
                                                                   : l.outerJoin((KStream) right, j, w, sj);
         }
@@ -315,13 +331,20 @@ public final class TopologyRunner {
         }
         if (left instanceof KStream) {
             Joined jd = Joined.with(Serdes.String(), serde(lvt), serde(rvt));
+            if (op.has("grace")) jd = jd.withGracePeriod(Duration.ofMillis(op.get("grace").asLong()));  // KIP-923
             KStream l = (KStream) left;
+            if (keyed) return inner ? l.join((KTable) right, jk, jd) : l.leftJoin((KTable) right, jk, jd);
             return inner ? l.join((KTable) right, j, jd) : l.leftJoin((KTable) right, j, jd);
         }
         KTable l = (KTable) left, r = (KTable) right;
         boolean named = op.has("store");
         if (op.has("fk")) {
             String fk = op.get("fk").asText();
+            if (op.path("fk_keyed").asBoolean()) {  // Kafka 4.0: BiFunction (key, value) -> fk
+                java.util.function.BiFunction ke = (k, v) -> mapKey(fk, k, v);
+                if (inner) return named ? l.join(r, ke, j, mat(op, "s")) : l.join(r, ke, j);
+                return named ? l.leftJoin(r, ke, j, mat(op, "s")) : l.leftJoin(r, ke, j);
+            }
             Function extractor = v -> mapKey(fk, null, v);
             if (inner) return named ? l.join(r, extractor, j, mat(op, "s")) : l.join(r, extractor, j);
             return named ? l.leftJoin(r, extractor, j, mat(op, "s")) : l.leftJoin(r, extractor, j);
@@ -352,6 +375,8 @@ public final class TopologyRunner {
         props.put("default.key.serde", Serdes.StringSerde.class.getName());
         props.put("default.value.serde", Serdes.StringSerde.class.getName());
         props.put("statestore.cache.max.bytes", "0");
+        // one state directory per JVM: runners of parallel sessions must not share RocksDB files
+        props.put("state.dir", System.getProperty("java.io.tmpdir") + "/kafka-streams-dsl-" + ProcessHandle.current().pid());
         // Kafka throttles these emits by wall-clock time; our driver does not (docs/kafka-differences.md).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", "0");
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", "0");
