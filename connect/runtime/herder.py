@@ -26,8 +26,8 @@ from connect.runtime.config import (
     override_errors,
 )
 from connect.runtime.offsets import OffsetStore
+from connect.runtime.plugin_thread import PluginThread
 from connect.runtime.status import State, Status, StatusStore, TargetState, TaskId
-from connect.runtime.task_support import call
 from connect.runtime.worker import Worker
 
 log = logging.getLogger("connect.herder")
@@ -554,14 +554,17 @@ class Herder:
 
     async def _call_alter(self, cls: type, config: dict[str, str], offsets: Any) -> bool:
         connector = cls()
+        if not isinstance(connector, SourceConnector | SinkConnector):
+            return False
+        thread = PluginThread(f"connector-offsets-{config.get('name', '')}")
         try:
-            if isinstance(connector, SourceConnector | SinkConnector):
-                return bool(await call(connector.alter_offsets, config, offsets))
+            return bool(await thread.call(connector.alter_offsets, config, offsets))
         except BadRequest:
             raise
         except Exception as exc:
             raise BadRequest(f"Failed to alter offsets for connector: {exc}") from None
-        return False
+        finally:
+            thread.close(0)
 
 
 def _text(value: Any) -> str:

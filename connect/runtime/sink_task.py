@@ -38,7 +38,7 @@ from connect.runtime.errors import (
 )
 from connect.runtime.source_task import _client_overrides, _parse_connector_config
 from connect.runtime.task_runner import TaskRunner
-from connect.runtime.task_support import build_converters, call
+from connect.runtime.task_support import build_converters
 
 log = logging.getLogger("connect.sink")
 _OFFSET = attrgetter("offset")
@@ -122,7 +122,7 @@ class WorkerSinkTask(TaskRunner):
         topics = [t for t in parsed.get("topics") or [] if t]
         try:
             task.initialize(self.context)
-            await call(task.start, dict(self.task_config))
+            await self.call(task.start, dict(self.task_config))
             self.started = True
             listener = _Listener(self)
             if topics:
@@ -137,8 +137,8 @@ class WorkerSinkTask(TaskRunner):
                 await self._commit(final=True)
         finally:
             try:
-                if self.started:
-                    await call(task.stop)
+                if self.started and not self.abandoned:
+                    await self.call(task.stop)
             finally:
                 self.chain.close()
                 await self.consumer.stop()
@@ -324,7 +324,7 @@ class WorkerSinkTask(TaskRunner):
         assert self.context is not None
         while True:
             try:
-                await call(put, records)
+                await self.call(put, records)
                 return
             except RetriableException as exc:
                 wait = (self.context.timeout_ms or 0) / 1000
@@ -352,7 +352,7 @@ class WorkerSinkTask(TaskRunner):
         current = {tp: o for tp, o in self.current.items() if only is None or tp in only}
         if not current:
             return
-        offsets = await call(self.task.pre_commit, dict(current))
+        offsets = await self.call(self.task.pre_commit, dict(current))
         to_commit = {TopicPartition(*tp): int(o) for tp, o in (offsets or {}).items()
                      if TopicPartition(*tp) in current}
         if to_commit:
@@ -367,22 +367,22 @@ class WorkerSinkTask(TaskRunner):
                     log.warning("task %s: offset commit failed, will retry: %s", self.id, exc)
 
     async def partitions_revoked(self, revoked: list[TopicPartition]) -> None:
-        if not self.started or not revoked:
+        if not self.started or not revoked or self.abandoned:
             return
         async with self.lock:
             await self._commit(only=revoked)
-            await call(self.task.close, revoked)
+            await self.call(self.task.close, revoked)
         for tp in revoked:
             self.current.pop(tp, None)
         if self.context is not None:
             self.context._assignment -= set(revoked)
 
     async def partitions_assigned(self, assigned: list[TopicPartition]) -> None:
-        if not self.started:
+        if not self.started or self.abandoned:
             return
         if self.context is not None:
             self.context._assignment |= set(assigned)
-        await call(self.task.open, assigned)
+        await self.call(self.task.open, assigned)
         if self.paused and assigned:
             self.consumer.pause(*assigned)
 

@@ -23,7 +23,7 @@ from connect.runtime.config import connector_config_def, override_errors
 from connect.runtime.errors import ErrorConfig, ErrorHandler, Stage
 from connect.runtime.offsets import offset_key
 from connect.runtime.task_runner import TaskRunner
-from connect.runtime.task_support import build_converters, call
+from connect.runtime.task_support import build_converters
 from streams.kafka_batching import RecordCollector
 
 log = logging.getLogger("connect.source")
@@ -97,7 +97,7 @@ class WorkerSourceTask(TaskRunner):
         try:
             reader = OffsetStorageReader(lambda p: self.env.offsets.get(name, p))
             task.initialize(SourceTaskContext(dict(self.task_config), reader))
-            await call(task.start, dict(self.task_config))
+            await self.call(task.start, dict(self.task_config))
             self.running()
             await self._loop(task, chain, converters, errors)
         finally:
@@ -117,7 +117,7 @@ class WorkerSourceTask(TaskRunner):
             await self.wait_resumed()
             if self.stopping:
                 break
-            records = await call(task.poll)
+            records = await self.call(task.poll)
             if records:
                 self.records_polled += len(records)
                 await self._send_all(records, chain, converters, errors)
@@ -258,14 +258,16 @@ class WorkerSourceTask(TaskRunner):
                 self.commits_failed += 1
                 raise
             self.commits_ok += 1
-        await call(task.commit)
+        if not self.abandoned:
+            await self.call(task.commit)
 
     async def _final_flush(self, task: SourceTask) -> None:
         if self.producer is None:
             return
         try:
             timeout = max(self.env.worker.offset_flush_timeout_ms / 1000, 1.0)
-            await asyncio.wait_for(self.producer.flush(), timeout)
+            if not self.abandoned:  # abandoned: commit what is acked, close at once
+                await asyncio.wait_for(self.producer.flush(), timeout)
         except Exception as exc:
             log.error("task %s: producer flush failed at stop: %s", self.id, exc)
         self._commit_record = getattr(self, "_commit_record", None)

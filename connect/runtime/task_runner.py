@@ -1,9 +1,17 @@
-"""The lifecycle shared by source and sink task runners: start, pause/resume, stop, status."""
+"""The lifecycle shared by source and sink task runners: start, pause/resume, stop, status.
+
+Each task's plugin code runs on a thread of its own (:class:`PluginThread`, named
+``task-thread-<connector>-<task>`` as Kafka names it); the runner itself is an asyncio task on the
+worker's loop that drives the clients and hands every plugin call to that thread. A stop waits at
+most ``task.shutdown.graceful.timeout.ms``; then the task is abandoned, as Kafka's
+``Worker.stopAndAwaitTask`` cancels it: status FAILED with the reason, its clients closed, its
+thread left to end by itself (counted), and a restart gets a new thread.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import inspect
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -11,9 +19,14 @@ from typing import Any
 
 from connect.runtime.config import WorkerConfig
 from connect.runtime.offsets import OffsetStore
+from connect.runtime.plugin_thread import PluginAbandoned, PluginThread
 from connect.runtime.status import State, Status, TargetState, TaskId
 
 log = logging.getLogger("connect.worker")
+
+# How long an abandoned task's runner may take to close its producer or consumer (once its
+# plugin was given up on): what a stop may take beyond the graceful timeout.
+CLEANUP_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -48,10 +61,19 @@ class TaskRunner:
         self._runner: asyncio.Task | None = None
         self.task: Any = None
         self.state = State.UNASSIGNED
+        self.thread: PluginThread | None = None
+        self.abandoned = False
 
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:
+        self.thread = PluginThread(f"task-thread-{self.id}")
         self._runner = asyncio.get_running_loop().create_task(self._main(), name=f"task-{self.id}")
+
+    async def call(self, fn: Any, *args: Any) -> Any:
+        """Run a plugin method (plain or ``async def``) on this task's own thread."""
+        if self.thread is None or self.abandoned:
+            raise PluginAbandoned(f"task {self.id} was abandoned")
+        return await self.thread.call(fn, *args)
 
     @property
     def paused(self) -> bool:
@@ -67,24 +89,47 @@ class TaskRunner:
             if self.state is State.PAUSED:
                 self._report(State.RUNNING)
 
-    async def stop(self) -> None:
-        """Ask the task to stop (``task.stop()`` interrupts a blocking poll) and wait for it."""
+    async def stop(self) -> str | None:
+        """Ask the task to stop and wait for it, at most ``task.shutdown.graceful.timeout.ms``.
+
+        A source task's ``stop()`` is called at once to interrupt a blocking ``poll()`` (from a
+        thread of its own, the task's being busy in that poll; an ``async def stop`` runs on the
+        task's loop, where its poll awaits). None when the task stopped; otherwise the reason it
+        was abandoned."""
         self.stopping = True
         self._resumed.set()
-        if self.interrupt_on_stop and self.task is not None:
-            try:
-                await asyncio.to_thread(self.task.stop) if not asyncio.iscoroutinefunction(
-                    self.task.stop) else await self.task.stop()
-            except Exception:
-                log.exception("task %s: stop() failed", self.id)
+        loop = asyncio.get_running_loop()
+        timeout_ms = self.env.worker.task_shutdown_graceful_timeout_ms
+        deadline = loop.time() + timeout_ms / 1000
+        stopper = self._interrupt()
         if self._runner is not None:
-            timeout = self.env.worker.task_shutdown_graceful_timeout_ms / 1000
-            done, _ = await asyncio.wait({self._runner}, timeout=max(timeout, 1.0))
-            if not done:
-                log.error("task %s did not stop within %.1fs; cancelling it", self.id, timeout)
-                self._runner.cancel()
-                with contextlib.suppress(BaseException):
-                    await self._runner
+            await asyncio.wait({self._runner}, timeout=max(0.0, deadline - loop.time()))
+        if stopper is not None:
+            await stopper.wait(max(0.0, deadline - loop.time()))
+        if self._runner is None or self._runner.done():
+            return None
+        reason = (f"Task {self.id} did not stop within task.shutdown.graceful.timeout.ms="
+                  f"{timeout_ms} ms and was abandoned (its thread "
+                  f"{self.thread.name if self.thread else '?'} is left to end by itself)")
+        log.error(reason)
+        self.abandoned = True
+        self.state = State.FAILED
+        if self.thread is not None:
+            self.thread.abandon()
+        self._runner.cancel()  # unblocks the runner's await; its finally closes the clients
+        await asyncio.wait({self._runner}, timeout=CLEANUP_TIMEOUT_S)
+        if not self._runner.done():
+            log.error("task %s: closing its clients took over %.0fs; left behind", self.id,
+                      CLEANUP_TIMEOUT_S)
+        return reason
+
+    def _interrupt(self) -> _Stopper | None:
+        if not self.interrupt_on_stop or self.task is None or self.thread is None:
+            return None
+        stop = self.task.stop
+        if inspect.iscoroutinefunction(stop):
+            return _Stopper(self.thread, stop, None)
+        return _Stopper(PluginThread(f"task-stopper-{self.id}"), stop, self.id)
 
     async def wait_resumed(self) -> None:
         if not self._resumed.is_set():
@@ -108,11 +153,18 @@ class TaskRunner:
             if self.state is not State.FAILED:
                 self._report(State.UNASSIGNED)
         except asyncio.CancelledError:
-            raise
+            if not self.abandoned:
+                raise
         except BaseException as exc:
+            if self.abandoned:
+                log.info("task %s (abandoned) ended with %r", self.id, exc)
+                return
             log.error("task %s failed: %s", self.id, exc, exc_info=exc)
             self.state = State.FAILED
             self.env.on_status(self.id, Status.failed(self.env.worker_id, exc))
+        finally:
+            if self.thread is not None and not self.abandoned:
+                self.thread.close(0)
 
     async def execute(self) -> None:
         raise NotImplementedError
@@ -125,3 +177,32 @@ class TaskRunner:
 
     def running(self) -> None:
         self._report(State.PAUSED if self.paused else State.RUNNING)
+
+
+class _Stopper:
+    """A source task's ``stop()`` running beside its poll; abandoned with the task if stuck."""
+
+    def __init__(self, thread: PluginThread, stop: Any, own_thread_of: TaskId | None) -> None:
+        self.thread = thread
+        self.own = own_thread_of is not None
+        try:
+            self.future: Any = asyncio.wrap_future(thread.submit(stop))
+        except PluginAbandoned:
+            self.future = None
+
+    async def wait(self, timeout: float) -> None:
+        if self.future is None:
+            return
+        done, _ = await asyncio.wait({self.future}, timeout=timeout)
+        if done:
+            exc = self.future.exception()
+            if exc is not None:
+                log.error("%s: stop() failed: %s", self.thread.name, exc)
+            if self.own:
+                self.thread.close(0)
+        elif self.own:
+            log.error("%s: stop() did not return in time; its thread is abandoned",
+                      self.thread.name)
+            self.thread.abandon()
+        else:
+            self.future.cancel()

@@ -1,26 +1,13 @@
-"""Pieces both task runners need: converters for a connector, and calling plugin methods that
-may be plain functions (run in a thread, so blocking I/O never stalls the worker) or coroutines."""
+"""Pieces both task runners need: converters for a connector."""
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from connect import plugins
 from connect.runtime.config import WorkerConfig
-
-
-async def call(fn: Callable[..., Any], *args: Any) -> Any:
-    """Await a coroutine function; run a plain one in a worker thread."""
-    if inspect.iscoroutinefunction(fn):
-        return await fn(*args)
-    result = await asyncio.to_thread(fn, *args)
-    if inspect.isawaitable(result):
-        return await result
-    return result
 
 
 def _prefixed(config: dict[str, str], prefix: str) -> dict[str, str]:

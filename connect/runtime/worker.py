@@ -2,6 +2,11 @@
 
 It knows nothing about where configs come from (a file, REST, the config topic); a herder tells it
 what to run, and it reports every state change through the status store.
+
+Every connector and every task has a thread of its own for its plugin code (see
+``plugin_thread``), as Kafka's Worker gives each ``WorkerConnector`` and ``WorkerTask`` one: a
+connector or task that blocks holds up nobody else, and waits for it are bounded by
+``task.shutdown.graceful.timeout.ms``.
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ from connect import plugins
 from connect.api import Connector, ConnectorContext, SinkConnector, SourceConnector
 from connect.runtime.config import WorkerConfig
 from connect.runtime.offsets import OffsetStore
+from connect.runtime.plugin_thread import ABANDONED, PluginAbandoned, PluginThread
 from connect.runtime.sink_task import WorkerSinkTask
 from connect.runtime.source_task import WorkerSourceTask
 from connect.runtime.status import State, Status, StatusStore, TargetState, TaskId
 from connect.runtime.task_runner import TaskEnv, TaskRunner
-from connect.runtime.task_support import call
 
 log = logging.getLogger("connect.worker")
 
@@ -32,6 +37,13 @@ class ConnectorHandle:
     instance: Connector | None
     target: TargetState
     started: bool = False
+    thread: PluginThread | None = None
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a connector method on the connector's own thread."""
+        if self.thread is None:
+            raise PluginAbandoned(f"connector {self.name} has no thread")
+        return await self.thread.call(fn, *args)
 
 
 class Worker:
@@ -73,15 +85,36 @@ class Worker:
         stored config, the REST API and change detection keep the references."""
         return self.config.config_transformer().resolve(config)
 
+    @property
+    def graceful_timeout(self) -> float:
+        return self.config.task_shutdown_graceful_timeout_ms / 1000
+
+    @property
+    def abandoned_threads(self) -> tuple[int, int]:
+        """(threads abandoned since the process started, those of them still stuck)."""
+        return ABANDONED.total, ABANDONED.alive
+
+    async def _bounded(self, handle: ConnectorHandle, fn: Callable[..., Any], *args: Any
+                       ) -> tuple[bool, Any]:
+        """(True, result) of a connector call, or (False, its future) if it did not return
+        within the graceful timeout (it goes on running on the connector's thread)."""
+        assert handle.thread is not None
+        future = asyncio.wrap_future(handle.thread.submit(fn, *args))
+        done, _ = await asyncio.wait({future}, timeout=self.graceful_timeout)
+        if not done:
+            return False, future
+        return True, future.result()
+
     # -- connectors ----------------------------------------------------------------------------
     async def start_connector(self, name: str, config: dict[str, str],
                               target: TargetState) -> bool:
-        """Instantiate and (unless STOPPED) start the connector; False if it failed."""
-        handle = ConnectorHandle(name, dict(config), None, target)
+        """Instantiate and (unless STOPPED) start the connector on its own thread; False if it
+        failed or is still starting (then it reports, and asks for task configs, when done)."""
+        handle = ConnectorHandle(name, dict(config), None, target,
+                                 thread=PluginThread(f"connector-thread-{name}"))
         self.connectors[name] = handle
         try:
             cls = plugins.connector_class(config.get("connector.class", ""))
-            instance = cls()
             loop = asyncio.get_running_loop()
 
             def reconfigure() -> None:
@@ -92,10 +125,23 @@ class Worker:
                 loop.call_soon_threadsafe(
                     self._connector_status, name, Status.failed(self.worker_id, error))
 
-            instance.initialize(ConnectorContext(reconfigure, raise_error))
+            def make() -> Connector:
+                connector = cls()
+                connector.initialize(ConnectorContext(reconfigure, raise_error))
+                return connector
+
+            done, instance = await self._bounded(handle, make)
+            if not done:
+                raise TimeoutError(f"Connector {name} was not created within "
+                                   "task.shutdown.graceful.timeout.ms")
             handle.instance = instance
             if target is not TargetState.STOPPED:
-                await call(instance.start, self._resolve(config))
+                done, result = await self._bounded(handle, instance.start, self._resolve(config))
+                if not done:
+                    log.warning("connector %s is still starting after %.1fs; its tasks follow "
+                                "once it has started", name, self.graceful_timeout)
+                    result.add_done_callback(lambda f: self._started_late(handle, f))
+                    return False
                 handle.started = True
         except Exception as exc:
             log.error("connector %s failed to start: %s", name, exc, exc_info=exc)
@@ -104,15 +150,44 @@ class Worker:
         self._connector_status(name, Status(_state_for(target), self.worker_id))
         return True
 
+    def _started_late(self, handle: ConnectorHandle, future: asyncio.Future) -> None:
+        if self.connectors.get(handle.name) is not handle or future.cancelled():
+            return  # stopped or replaced meanwhile
+        exc = future.exception()
+        if exc is not None:
+            log.error("connector %s failed to start: %s", handle.name, exc, exc_info=exc)
+            self._connector_status(handle.name, Status.failed(self.worker_id, exc))
+            return
+        handle.started = True
+        self._connector_status(handle.name, Status(_state_for(handle.target), self.worker_id))
+        if self._on_reconfigure:
+            self._on_reconfigure(handle.name)
+
     async def stop_connector(self, name: str) -> None:
         handle = self.connectors.pop(name, None)
         if handle is None:
             return
-        if handle.instance is not None and handle.started:
-            try:
-                await call(handle.instance.stop)
-            except Exception as exc:
-                log.error("connector %s failed to stop cleanly: %s", name, exc)
+        await self._stop_instance(handle)
+        if handle.thread is not None:
+            handle.thread.close(0)
+
+    async def _stop_instance(self, handle: ConnectorHandle) -> bool:
+        """``stop()`` the connector within the graceful timeout; else abandon its thread."""
+        if handle.instance is None or handle.thread is None or handle.thread.abandoned:
+            return True
+        try:
+            done, _ = await self._bounded(handle, handle.instance.stop)
+        except Exception as exc:
+            log.error("connector %s failed to stop cleanly: %s", handle.name, exc)
+            return True
+        if not done:
+            log.error("connector %s did not stop within task.shutdown.graceful.timeout.ms=%d ms;"
+                      " its thread %s is abandoned", handle.name,
+                      self.config.task_shutdown_graceful_timeout_ms, handle.thread.name)
+            handle.thread.abandon()
+            return False
+        handle.started = False
+        return True
 
     async def set_connector_target(self, name: str, target: TargetState) -> None:
         handle = self.connectors.get(name)
@@ -122,14 +197,25 @@ class Worker:
         if current is not None and current.state is State.FAILED:
             handle.target = target
             return
+        handle.target = target
         if target is TargetState.STOPPED and handle.started and handle.instance is not None:
-            await call(handle.instance.stop)
-            handle.started = False
+            if not await self._stop_instance(handle):
+                self._connector_status(name, Status(
+                    State.FAILED, self.worker_id,
+                    f"Connector {name} did not stop within task.shutdown.graceful.timeout.ms"))
+                return
         elif target is not TargetState.STOPPED and not handle.started \
                 and handle.instance is not None:
-            await call(handle.instance.start, self._resolve(handle.config))
+            try:
+                done, result = await self._bounded(handle, handle.instance.start,
+                                                   self._resolve(handle.config))
+            except Exception as exc:
+                self._connector_status(name, Status.failed(self.worker_id, exc))
+                return
+            if not done:
+                result.add_done_callback(lambda f: self._started_late(handle, f))
+                return
             handle.started = True
-        handle.target = target
         self._connector_status(name, Status(_state_for(target), self.worker_id))
 
     async def task_configs(self, name: str) -> list[dict[str, str]] | None:
@@ -141,7 +227,10 @@ class Worker:
         max_tasks = int(config.get("tasks.max", "1") or 1)
         instance = handle.instance
         try:
-            configs = await call(instance.task_configs, max_tasks)
+            done, configs = await self._bounded(handle, instance.task_configs, max_tasks)
+            if not done:
+                raise TimeoutError(f"Connector {name} did not return its task configs within "
+                                   "task.shutdown.graceful.timeout.ms")
         except Exception as exc:
             self._connector_status(name, Status.failed(self.worker_id, exc))
             return None
@@ -194,7 +283,9 @@ class Worker:
         runner = self.tasks.pop(task_id, None)
         self.task_snapshots.pop(task_id, None)
         if runner is not None:
-            await runner.stop()
+            reason = await runner.stop()
+            if reason is not None:
+                self._task_status(task_id, Status(State.FAILED, self.worker_id, reason))
 
     async def stop_tasks(self, task_ids: list[TaskId]) -> None:
         await asyncio.gather(*(self.stop_task(t) for t in task_ids))
@@ -205,9 +296,10 @@ class Worker:
             runner.set_target(target)
 
     async def stop(self) -> None:
+        """Stop every task, then every connector, each group at once: bounded by twice the
+        graceful timeout plus the clients' close."""
         await self.stop_tasks(list(self.tasks))
-        for name in list(self.connectors):
-            await self.stop_connector(name)
+        await asyncio.gather(*(self.stop_connector(name) for name in list(self.connectors)))
 
 
 def _state_for(target: TargetState) -> State:

@@ -45,6 +45,14 @@ class ConnectMetrics:
                      len(connectors), "Connectors run by this worker")
         yield Sample(DOMAIN, "connect-worker-metrics", "task-count", GAUGE, {}, len(runners),
                      "Tasks run by this worker")
+        abandoned = getattr(worker, "abandoned_threads", None)
+        if abandoned is not None:
+            total, alive = abandoned
+            yield Sample(DOMAIN, "connect-worker-metrics", "abandoned-thread-total", COUNTER, {},
+                         total, "Task and connector threads given up on after "
+                         "task.shutdown.graceful.timeout.ms")
+            yield Sample(DOMAIN, "connect-worker-metrics", "abandoned-thread-alive", GAUGE, {},
+                         alive, "Abandoned threads still stuck in their plugin")
         statuses = worker.statuses
         for name in connectors:
             state = _state(statuses.connector(name) if hasattr(statuses, "connector") else None)

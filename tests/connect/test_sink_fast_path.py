@@ -37,6 +37,7 @@ from connect.runtime.errors import (
     ErrorHandler,
     ToleranceExceeded,
 )
+from connect.runtime.plugin_thread import PluginThread
 from connect.runtime.sink_task import WorkerSinkTask, _find_message
 from connect.runtime.task_support import Converters
 from connect.transforms import TransformationChain
@@ -186,6 +187,7 @@ def _runner(config: ErrorConfig, chain: dict[str, str] | None = None,
     runner = WorkerSinkTask.__new__(WorkerSinkTask)
     runner.env, runner.id = _Env(), _Id()  # type: ignore[assignment]
     runner.current, runner.raw_batch, runner.fatal, runner.stopping = {}, {}, None, False
+    runner.thread, runner.abandoned = PluginThread("task-thread-snk-0"), False
     runner.converters = Converters(_string(), value or _json(False), _string())
     runner.chain = TransformationChain.from_config(chain or {})
     producer = _Producer()

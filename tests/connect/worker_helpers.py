@@ -109,14 +109,19 @@ def wait_running(url: str, name: str, tasks: int | None = None, timeout: float =
 class WorkerProcess:
     """`streams connect ...` as a child process (for restart and SIGKILL tests)."""
 
-    def __init__(self, args: list[str], log_path: Path, url: str) -> None:
+    def __init__(self, args: list[str], log_path: Path, url: str,
+                 pythonpath: list[str] | None = None) -> None:
         self.args = args
         self.log_path = log_path
         self.url = url
+        self.pythonpath = list(pythonpath or [])
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> WorkerProcess:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
+        if self.pythonpath:  # where test plugins live
+            env["PYTHONPATH"] = os.pathsep.join(
+                [*self.pythonpath, *filter(None, [os.environ.get("PYTHONPATH")])])
         with open(self.log_path, "ab") as log_file:
             self.proc = subprocess.Popen([sys.executable, "-m", "streams.cli.main", "connect",
                                           *self.args], stdout=log_file, stderr=subprocess.STDOUT,
