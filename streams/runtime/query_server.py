@@ -24,6 +24,7 @@ import contextlib
 import errno
 import json
 import logging
+import os
 import socket
 import threading
 from collections.abc import Iterable
@@ -260,8 +261,9 @@ class QueryServer:
                 return web.Response(status=resp.status, body=body,
                                     content_type="application/json")
         except (ClientError, TimeoutError) as exc:
-            raise QueryError(503, f"the instance owning this key ({owner}) did not answer: "
-                                  f"{exc!r}") from None
+            raise QueryError(503, f"the instance owning this key ({owner}) is unreachable "
+                                  f"({_why(exc)}); retry when it is back, or once the group "
+                                  "has moved its tasks") from None
 
     def _require_running_task(self, store: str, key: Any) -> None:
         """A key whose task is here but still restoring (or already leaving) is unavailable
@@ -370,7 +372,20 @@ class QueryServer:
                                      f"instance {host}: {body.get('error', resp.status)}")
                 return body  # type: ignore[no-any-return]
         except (ClientError, TimeoutError, ValueError) as exc:
-            raise QueryError(503, f"instance {host} did not answer: {exc!r}") from None
+            raise QueryError(503, f"instance {host} is unreachable ({_why(exc)}); retry when "
+                                  "it is back, or once the group has moved its tasks") from None
+
+
+def _why(exc: BaseException) -> str:
+    """Why a forwarded request failed, in words (not aiohttp's connection-key repr)."""
+    if isinstance(exc, TimeoutError):
+        return f"no answer within {FORWARD_TIMEOUT_S:g} s"
+    cause = getattr(exc, "os_error", None) or exc.__cause__
+    if isinstance(cause, OSError) and (cause.errno or cause.strerror):
+        return (os.strerror(cause.errno) if cause.errno else str(cause.strerror)).lower()
+    if isinstance(exc, ValueError):
+        return "its answer was not JSON"
+    return type(exc).__name__
 
 
 def _error(status: int, message: str) -> web.Response:

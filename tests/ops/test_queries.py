@@ -122,6 +122,18 @@ def test_any_key_through_either_instance(broker, two_instances) -> None:
     status, body = http_get(f"http://{host_a}/no/such/path")
     assert status == 404 and "/no/such/path" in body["error"]
 
+    # The owner dies: until the group notices (session.timeout.ms), a query forwarded to it
+    # says which instance is unreachable and why, in words.
+    theirs = next(k for k in KEYS if app.query_metadata_for_key(COUNTS, k).active_host == host_b)
+    assert child.proc is not None
+    child.proc.kill()
+    child.proc.wait(10)
+    status, body = http_get(f"http://{host_a}/stores/{COUNTS}/keys/{theirs}")
+    assert status == 503, body
+    assert body["error"] == (f"the instance owning this key ({host_b}) is unreachable "
+                             "(connection refused); retry when it is back, or once the group has moved "
+                             "its tasks")
+
 
 def test_metadata_not_available_before_start(tmp_path) -> None:
     app = KafkaStreams(topology(), config("127.0.0.1:1", str(tmp_path), "127.0.0.1:7070"))
