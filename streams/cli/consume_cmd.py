@@ -14,7 +14,7 @@ import struct
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import BinaryIO
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
@@ -50,8 +50,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     consume.add_argument("--key-separator", default="\t", metavar="SEP",
                          help="separator printed between the fields of a record (default tab)")
     for what in ("key", "value"):
-        consume.add_argument(f"--{what}-deserializer", choices=sorted(DESERIALIZERS),
-                             default="string", help=f"how to print the {what} (default string)")
+        consume.add_argument(f"--{what}-deserializer",
+                             choices=sorted([*DESERIALIZERS, *REGISTRY_FORMATS]),
+                             help=f"how to print the {what} (default string; avro, protobuf "
+                                  "and json_schema print JSON and need --registry-url)")
+    consume.add_argument("--registry-url", metavar="URL",
+                         help="the schema registry, for the avro|protobuf|json_schema "
+                              "deserializers")
     consume.add_argument("--print-timestamp", action="store_true",
                          help="print CreateTime:MS (or LogAppendTime:MS) first")
     consume.add_argument("--print-partition", action="store_true", help="print Partition:N")
@@ -86,6 +91,55 @@ DESERIALIZERS: dict[str, Callable[[bytes], bytes]] = {
 }
 
 
+# Confluent's wire format (magic byte, schema id) read through the registry, printed as JSON:
+# the Connect converters do the decoding (with the schema the id names), the JSON converter
+# the printing.
+REGISTRY_FORMATS = {"avro": "connect.converters.avro:AvroConverter",
+                    "protobuf": "connect.converters.protobuf:ProtobufConverter",
+                    "json_schema": "connect.converters.json_schema:JsonSchemaConverter"}
+
+
+def registry_reader(kind: str, registry_url: str | None, topic: str,
+                    is_key: bool) -> Callable[[bytes], bytes]:
+    """A deserializer of ``kind`` (one of REGISTRY_FORMATS) whose output is JSON text."""
+    if not registry_url:
+        raise CliError(f"--{'key' if is_key else 'value'}-deserializer {kind} needs "
+                       "--registry-url URL", 2)
+    import importlib
+
+    from connect.converters.json import JsonConverter
+
+    module, _, name = REGISTRY_FORMATS[kind].partition(":")
+    converter = getattr(importlib.import_module(module), name)()
+    converter.configure({"schema.registry.url": registry_url}, is_key)
+    printer = JsonConverter()
+    printer.configure({"schemas.enable": "false"}, is_key)
+
+    def read(data: bytes) -> bytes:
+        decoded = converter.to_connect_data(topic, data)
+        return bytes(printer.from_connect_data(topic, decoded.schema, decoded.value) or b"null")
+    return read
+
+
+def not_text_hint(data: bytes) -> str | None:
+    """Which deserializer probably fits bytes that are not text (None when they are text)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is not None and all(c.isprintable() or c in "\t\r\n" for c in text):
+        return None
+    if len(data) == 8:
+        guess = "long (or double)"
+    elif len(data) == 4:
+        guess = "integer"
+    elif len(data) >= 5 and data[0] == 0:
+        guess = "avro, protobuf or json_schema with --registry-url (schema registry format)"
+    else:
+        guess = "bytes, or the serde that wrote them"
+    return f"{len(data)} bytes ({data[:8].hex(' ')}{' ...' if len(data) > 8 else ''}): try {guess}"
+
+
 @dataclass
 class Format:
     """What to print of each record (kafka-console-consumer's print.* properties)."""
@@ -99,21 +153,41 @@ class Format:
     offset: bool = False
     headers: bool = False
 
+    readers: dict[str, Callable[[bytes], bytes]] = field(default_factory=dict)
+    # No deserializer named: the first value that is not text gets one hint on stderr.
+    hint_pending: dict[str, bool] = field(default_factory=dict)
+
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> Format:
-        return cls(args.print_key, args.key_separator.encode(),
-                   getattr(args, "key_deserializer", "string"),
-                   getattr(args, "value_deserializer", "string"),
-                   getattr(args, "print_timestamp", False), getattr(args, "print_partition", False),
-                   getattr(args, "print_offset", False), getattr(args, "print_headers", False))
+        kinds = {what: getattr(args, f"{what}_deserializer", None) for what in ("key", "value")}
+        fmt = cls(args.print_key, args.key_separator.encode(), kinds["key"] or "string",
+                  kinds["value"] or "string", getattr(args, "print_timestamp", False),
+                  getattr(args, "print_partition", False), getattr(args, "print_offset", False),
+                  getattr(args, "print_headers", False))
+        for what, kind in kinds.items():
+            if kind in REGISTRY_FORMATS:
+                fmt.readers[what] = registry_reader(kind, getattr(args, "registry_url", None),
+                                                    args.topic, what == "key")
+            else:
+                fmt.readers[what] = DESERIALIZERS[kind or "string"]
+            fmt.hint_pending[what] = kind is None
+        return fmt
 
 
-def _decode(kind: str, data: bytes | None, record: ConsumerRecord, what: str) -> bytes:
+def _decode(fmt: Format, data: bytes | None, record: ConsumerRecord, what: str) -> bytes:
     if data is None:
         return b"null"
+    if fmt.hint_pending.get(what):
+        hint = not_text_hint(data)
+        if hint is not None:
+            fmt.hint_pending[what] = False
+            print(f"{PROG}: the {what}s of {record.topic} are not text: {hint} "
+                  f"(--{what}-deserializer)", file=sys.stderr, flush=True)
+    kind = fmt.key if what == "key" else fmt.value
     try:
-        return DESERIALIZERS[kind](data)
-    except (ValueError, struct.error) as exc:
+        return fmt.readers.get(what, DESERIALIZERS.get(kind, DESERIALIZERS["string"]))(data)
+    except Exception as exc:  # a wrong size, bad JSON; for the registry formats a
+        # DataException or an unreachable registry
         raise CliError(f"cannot deserialize the {what} of {record.topic}-{record.partition} "
                        f"offset {record.offset} as {kind}: {exc}") from None
 
@@ -136,8 +210,8 @@ def render(record: ConsumerRecord, fmt: Format) -> bytes:
                    for k, v in record.headers or ()]
         fields.append(b",".join(headers) if headers else b"NO_HEADERS")
     if fmt.print_key:
-        fields.append(_decode(fmt.key, record.key, record, "key"))
-    fields.append(_decode(fmt.value, record.value, record, "value"))
+        fields.append(_decode(fmt, record.key, record, "key"))
+    fields.append(_decode(fmt, record.value, record, "value"))
     return fmt.separator.join(fields) + b"\n"
 
 
