@@ -77,8 +77,20 @@ def parse(text: str, schema_type: str | None, references: Sequence[dict[str, Any
     except errors.RegistryError:
         raise
     except Exception as exc:  # each library has its own exception types
-        raise errors.invalid_schema(f"{kind} schema: {exc}") from None
+        raise errors.invalid_schema(f"{kind} schema: {_reason(exc)}") from None
     return ParsedSchema(kind, text, refs, parsed, canonical + json.dumps(refs, sort_keys=True))
+
+
+def _reason(exc: Exception) -> str:
+    """A parser's refusal in one line that says what is wrong: fastavro's UnknownType says only
+    the type's name, jsonschema's errors run on for a dozen lines."""
+    lines = str(exc).strip().splitlines()
+    text = lines[0] if lines else ""
+    if type(exc).__name__ == "UnknownType":
+        return f"unknown type {text!r} (not a primitive type, nor a named type defined before)"
+    if not text or " " not in text:
+        return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return text
 
 
 def _pair(reader: ParsedSchema, writer: ParsedSchema) -> list[str]:

@@ -133,6 +133,22 @@ def test_invalid_schemas_are_42201() -> None:
         assert err.value.code == 42201, text
 
 
+@pytest.mark.parametrize(("text", "kind", "reason"), [
+    ('{"type":"record","name":"A","fields":[{"name":"x","type":"strin"}]}', "AVRO",
+     "AVRO schema: unknown type 'strin' (not a primitive type, nor a named type defined "
+     "before)"),
+    ('{"type":"record","name":"A"}', "AVRO", "AVRO schema: record A needs a 'fields' list"),
+    ('{"type": "record"', "AVRO", "AVRO schema: Expecting ',' delimiter: line 1 column 18 "
+     "(char 17)"),
+    ('{"type":"objec"}', "JSON", "JSON schema: 'objec' is not valid under any of the given "
+     "schemas"),
+])
+def test_an_invalid_schema_says_why_in_one_line(text: str, kind: str, reason: str) -> None:
+    with pytest.raises(RegistryError) as err:
+        parse(text, kind)
+    assert err.value.message == f"Invalid schema: {reason}"
+
+
 def test_incompatible_registration_over_http_names_the_field(registry) -> None:
     from streams.registry.client import SchemaRegistryClient
 
