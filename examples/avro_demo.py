@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,9 +26,13 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from pydantic import BaseModel
 
-from streams import KafkaStreams, Serdes, StreamsBuilder
-from streams.registry import RegistryError, SchemaRegistry, SchemaRegistryClient
-from streams.runtime.launcher import BundledBroker
+sys.path.insert(0, str(Path(__file__).parent))
+
+from demo_support import demo_root  # noqa: E402
+
+from streams import KafkaStreams, Serdes, StreamsBuilder  # noqa: E402
+from streams.registry import RegistryError, SchemaRegistry, SchemaRegistryClient  # noqa: E402
+from streams.runtime.launcher import BundledBroker  # noqa: E402
 
 ORDER_V1 = {"type": "record", "name": "Order", "namespace": "shop", "fields": [
     {"name": "id", "type": "string"},
@@ -121,7 +124,14 @@ def main() -> int:
     parser.add_argument("--orders", type=int, default=1000)
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args()
-    root = args.data_dir or Path(tempfile.mkdtemp(prefix="avro-demo-"))
+    with demo_root(args.data_dir, "avro-demo-") as root:
+        code = run(args, root)
+        if code:
+            raise SystemExit(code)  # keeps the data directory for a look at the logs
+    return 0
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
     broker = BundledBroker(root / "broker").start()
     streams = None
     try:

@@ -20,7 +20,6 @@ import argparse
 import asyncio
 import logging
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -31,6 +30,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from demo_support import Progress, demo_root  # noqa: E402
 from pipeline_app import WINDOW_MS, build_topology  # noqa: E402
 
 from streams import KafkaStreams  # noqa: E402
@@ -136,6 +136,7 @@ def follow_progress(streams: KafkaStreams, spark: Any, table: Path, views: int) 
     """Print how many views the Spark table accounts for until it holds all of them."""
     started = time.monotonic()
     counted = 0
+    progress = Progress()
     while counted < views:
         if time.monotonic() - started > DEADLINE_S:
             raise TimeoutError(f"the Spark table holds {counted:,}/{views:,} views after "
@@ -144,12 +145,11 @@ def follow_progress(streams: KafkaStreams, spark: Any, table: Path, views: int) 
             spark.read.parquet(str(table)).createOrReplaceTempView("region_views")
             counted = int(spark.sql(TOTAL_QUERY).first()["n"])
         bar = "#" * int(30 * counted / views)
-        print(f"\r  [{bar:<30}] {counted:>7,}/{views:,} views in the Spark table "
-              f"({streams.state.name}, {time.monotonic() - started:5.1f} s)",
-              end="", flush=True)
+        progress.show(f"  [{bar:<30}] {counted:>7,}/{views:,} views in the Spark table "
+                      f"({streams.state.name}, {time.monotonic() - started:5.1f} s)",
+                      done=counted >= views)
         if counted < views:
             time.sleep(1.0)
-    print()
 
 
 def recompute_from_topics(spark: Any, bootstrap: str) -> Any:
@@ -180,7 +180,14 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, help="keep broker, state and table data here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    root = args.data_dir or Path(tempfile.mkdtemp(prefix="streams-demo-"))
+    with demo_root(args.data_dir, "streams-demo-") as root:
+        code = run(args, root)
+        if code:
+            raise SystemExit(code)  # keeps the data directory for a look at the logs
+    return 0
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
     table = root / "tables" / "region_views"
     spark_thread, spark_result = start_spark_in_background()
     broker = BundledBroker(root / "broker").start()

