@@ -29,23 +29,41 @@ def _last_line(trace: str | None) -> str:
 async def check_reachable(config: MirrorMakerConfig, clusters: set[str],
                           timeout: float = 15.0) -> None:
     """Each cluster answers an admin request, or one line says which one does not."""
+    quiet = logging.getLogger("aiokafka")
+    level = quiet.level
+    quiet.setLevel(logging.CRITICAL)  # the one line below says it; no aiokafka ERROR lines
+    try:
+        for alias in sorted(clusters):
+            await _probe(config, alias, timeout)
+    finally:
+        quiet.setLevel(level)
+
+
+async def _probe(config: MirrorMakerConfig, alias: str, timeout: float) -> None:
     from connect.mirror import admin as mm_admin
     from connect.mirror.config import cluster_clients
 
-    for alias in sorted(clusters):
-        props = {f"source.cluster.{k}": v for k, v in config.cluster_props(alias).items()}
-        cluster = cluster_clients(props, "source", alias)
-        try:
-            async def probe(c: Any = cluster) -> None:
-                async with mm_admin.admin_client(c) as admin:
-                    await admin.describe_cluster()
+    props = {f"source.cluster.{k}": v for k, v in config.cluster_props(alias).items()}
+    cluster = cluster_clients(props, "source", alias)
+    try:
+        async def probe(c: Any = cluster) -> None:
+            async with mm_admin.admin_client(c) as admin:
+                await admin.describe_cluster()
 
-            await asyncio.wait_for(probe(), timeout)
-        except Exception as exc:  # noqa: BLE001 - reported as one line
-            reason = mm_admin.describe_error(exc) if not isinstance(exc, TimeoutError) \
-                else f"no answer within {timeout:.0f} s"
-            raise MirrorConfigError(f"cluster {alias} ({alias}.bootstrap.servers="
-                                    f"{cluster.bootstrap}) is unreachable: {reason}") from None
+        await asyncio.wait_for(probe(), timeout)
+    except Exception as exc:  # noqa: BLE001 - reported as one line
+        reason = _reason(exc) if not isinstance(exc, TimeoutError) \
+            else f"no answer within {timeout:.0f} s"
+        raise MirrorConfigError(f"cluster {alias} ({alias}.bootstrap.servers="
+                                f"{cluster.bootstrap}) is unreachable: {reason}") from None
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    name = type(exc).__name__
+    while text.startswith(f"{name}: "):
+        text = text[len(name) + 2:]
+    return f"{name}: {text}" if text else name
 
 
 class MirrorMaker:

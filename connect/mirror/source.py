@@ -49,7 +49,7 @@ log = logging.getLogger("connect.mirror.source")
 
 TASK_PARTITIONS = "task.assigned.partitions"
 TASK_INDEX = "task.index"
-MAX_OUTSTANDING_OFFSET_SYNCS = 10
+MAX_PENDING_OFFSET_SYNCS = 100_000
 
 
 def _use_defaults(name: str, value: Any) -> None:
@@ -391,6 +391,11 @@ class PartitionState:
         return self.should_sync
 
 
+def _log_sync_failure(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        log.error("Failure sending offset sync: %s", future.exception())
+
+
 class MirrorSourceTask(SourceTask):
     """Consumes its partitions from the source cluster; ``poll`` returns the records as they
     are, addressed to the replica topic and the same partition."""
@@ -401,8 +406,9 @@ class MirrorSourceTask(SourceTask):
         self.sync_producer: AIOKafkaProducer | None = None
         self.states: dict[TopicPartition, PartitionState] = {}
         self.delayed: dict[TopicPartition, OffsetSync] = {}
-        self.pending: dict[TopicPartition, OffsetSync] = {}
-        self.outstanding = 0
+        # In order: the worker reports acks in bursts (at each offset flush), and every
+        # sync of a burst is kept, so translation has one per offset.lag.max records.
+        self.pending: list[OffsetSync] = []
         self._sync_lock = threading.Lock()
         self._remote: dict[str, str] = {}
         self._partitions: dict[tuple[str, int], dict[str, Any]] = {}
@@ -508,7 +514,8 @@ class MirrorSourceTask(SourceTask):
         with self._sync_lock:
             if state.update(upstream, downstream):
                 self.delayed.pop(tp, None)
-                self.pending[tp] = sync
+                if len(self.pending) < MAX_PENDING_OFFSET_SYNCS:
+                    self.pending.append(sync)
                 state.should_sync = False
             else:
                 self.delayed[tp] = sync
@@ -517,7 +524,7 @@ class MirrorSourceTask(SourceTask):
         """After the worker stored source offsets: the last record of each partition gets a
         sync too (Kafka's promoteDelayedOffsetSyncs), so translation is exact at rest."""
         with self._sync_lock:
-            self.pending.update(self.delayed)
+            self.pending.extend(self.delayed.values())
             self.delayed.clear()
         await self._fire_offset_syncs()
 
@@ -525,26 +532,16 @@ class MirrorSourceTask(SourceTask):
         producer = self.sync_producer
         if producer is None or self.stopping:
             return
-        while self.outstanding < MAX_OUTSTANDING_OFFSET_SYNCS:
-            with self._sync_lock:
-                if not self.pending:
-                    return
-                tp = next(iter(self.pending))
-                sync = self.pending.pop(tp)
-            self.outstanding += 1
+        with self._sync_lock:
+            syncs, self.pending = self.pending, []
+        for sync in syncs:
             try:
                 future = await producer.send(self.offset_syncs_topic, sync.record_value(),
                                              key=sync.record_key(), partition=0)
             except Exception as exc:  # noqa: BLE001 - a lost sync only coarsens translation
-                self.outstanding -= 1
                 log.error("Failure sending offset sync: %s", exc)
                 return
-            future.add_done_callback(self._sync_done)
-
-    def _sync_done(self, future: asyncio.Future[Any]) -> None:
-        self.outstanding -= 1
-        if not future.cancelled() and future.exception() is not None:
-            log.error("Failure sending offset sync: %s", future.exception())
+            future.add_done_callback(_log_sync_failure)
 
     async def stop(self) -> None:
         self.stopping = True
