@@ -230,6 +230,12 @@ async def high_watermarks(consumer: AIOKafkaConsumer,
     return result
 
 
+async def send_to_any(admin: AIOKafkaAdminClient, request: Request) -> Any:
+    """Send one request to any broker through an admin client (the requests the cluster as a
+    whole answers: ACLs, SCRAM credentials)."""
+    return await admin._send_request(request)  # noqa: SLF001
+
+
 async def send_to_node(admin: AIOKafkaAdminClient, node_id: int, request: Request) -> Any:
     """Send one request to one broker through an admin client and return its response, for the
     admin calls aiokafka lacks (DeleteGroups). Waits for the connection as the admin's own
@@ -505,5 +511,6 @@ def _stable_offsets(resp: Any) -> dict[TopicPartition, int]:
 __all__ = [
     "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
     "check_membership", "client_of", "cluster_metadata", "fetch_position", "fetch_stable_offsets", "group_metadata",
-    "refresh_metadata", "request_rejoin", "send_to_node", "wait_on_metadata",
+    "refresh_metadata", "request_rejoin", "security_protocol", "send_to_any", "send_to_node",
+    "wait_on_metadata",
 ]

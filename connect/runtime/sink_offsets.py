@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from aiokafka.protocol.admin import DeleteGroupsRequest
 from aiokafka.structs import TopicPartition
 
 from connect.runtime import clients
-from streams.kafka_internals import send_to_node
+from streams.kafka.admin import GROUP_ID_NOT_FOUND, delete_group
 
 if TYPE_CHECKING:
     from connect.runtime.clients import Target
@@ -32,12 +31,10 @@ async def _delete_group(bootstrap: Target, connector: str) -> None:
     admin = clients.admin(bootstrap)
     await admin.start()
     try:
-        node = await admin.find_coordinator(group_id(connector))
-        response = await send_to_node(admin, node, DeleteGroupsRequest([group_id(connector)]))
-        for _name, code in response.results:
-            if code not in (0, 69):  # 69: GROUP_ID_NOT_FOUND (nothing committed yet)
-                raise RuntimeError(f"could not delete consumer group {group_id(connector)}: "
-                                   f"error {code}")
+        code = await delete_group(admin, group_id(connector))
+        if code not in (0, GROUP_ID_NOT_FOUND):  # not found: nothing committed yet
+            raise RuntimeError(f"could not delete consumer group {group_id(connector)}: "
+                               f"error {code}")
     finally:
         await admin.close()
 

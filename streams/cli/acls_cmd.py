@@ -3,15 +3,13 @@ kafka-acls.sh (--allow-principal/--deny-principal, --operation, --topic/--group/
 --transactional-id, --resource-pattern-type).
 
 aiokafka ships the CreateAcls/DescribeAcls/DeleteAcls request classes but no admin methods for
-them, so the requests go through the admin client's connection (`_send_request`).
+them, so the requests go through ``streams.kafka.admin.send``.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaError
 from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
@@ -26,6 +24,7 @@ from ..broker.security.authorizer import (
     TOPIC,
     TRANSACTIONAL_ID,
 )
+from ..kafka.admin import send
 from .client import (
     CliError,
     add_bootstrap_argument,
@@ -39,11 +38,6 @@ PROG = "streams acls"
 _NAMES = {kind: {code: name for name, code in table.items()} for kind, table in
           (("operation", OPERATIONS), ("resource", RESOURCE_TYPES),
            ("pattern", PATTERN_TYPES), ("permission", PERMISSIONS))}
-
-
-async def send(admin: AIOKafkaAdminClient, request: Any) -> Any:
-    """One admin request to any broker (aiokafka has no public method for these APIs)."""
-    return await admin._send_request(request)  # noqa: SLF001
 
 
 SECURITY_DISABLED = 54  # Kafka's error code for ACL requests to a broker without authorizer

@@ -3,8 +3,8 @@ AlterUserScramCredentials / DescribeUserScramCredentials (KIP-554), as kafka-con
 --entity-type users --alter --add-config 'SCRAM-SHA-256=[password=...]' does.
 
 The client salts and hashes (PBKDF2, RFC 5802's Hi) and sends only the salted password; the
-broker derives and stores StoredKey/ServerKey. aiokafka has no classes for these two APIs, so
-their v0 (flexible) schemas are declared here with aiokafka's protocol types.
+broker derives and stores StoredKey/ServerKey. aiokafka has no classes for these two APIs:
+their v0 (flexible) schemas are in ``streams.kafka.requests``.
 """
 
 from __future__ import annotations
@@ -18,108 +18,20 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.types import (
-    CompactArray,
-    CompactBytes,
-    CompactString,
-    Int8,
-    Int16,
-    Int32,
-    Schema,
-    TaggedFields,
-)
-
 from ..broker.security.scram import (
     MAX_ITERATIONS,
     MIN_ITERATIONS,
     ScramCredential,
     ScramStore,
 )
-from .acls_cmd import send
+from ..kafka.admin import send
+from ..kafka.requests import AlterUserScramCredentials, DescribeUserScramCredentials
 from .client import CliError, add_bootstrap_argument, admin_client, error_message, run_command
 
 PROG = "streams users"
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
 NAMES = {code: name for name, (code, _) in MECHANISMS.items()}
 PASSWORD_ENV = "STREAMS_SCRAM_PASSWORD"
-
-
-class DescribeUserScramCredentialsResponse_v0(Response):  # noqa: N801 (aiokafka's naming)
-    API_KEY = 50
-    API_VERSION = 0
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32), ("error_code", Int16),
-        ("error_message", CompactString("utf-8")),
-        ("results", CompactArray(
-            ("user", CompactString("utf-8")), ("error_code", Int16),
-            ("error_message", CompactString("utf-8")),
-            ("credential_infos", CompactArray(("mechanism", Int8), ("iterations", Int32),
-                                              ("tags", TaggedFields))),
-            ("tags", TaggedFields))),
-        ("tags", TaggedFields))
-
-
-class DescribeUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
-    FLEXIBLE_VERSION = True
-    API_KEY = 50
-    API_VERSION = 0
-    RESPONSE_TYPE = DescribeUserScramCredentialsResponse_v0
-    SCHEMA = Schema(("users", CompactArray(("name", CompactString("utf-8")),
-                                           ("tags", TaggedFields))),
-                    ("tags", TaggedFields))
-
-
-class DescribeUserScramCredentials(Request[DescribeUserScramCredentialsRequest_v0]):
-    API_KEY = 50
-
-    def __init__(self, users: list[str] | None) -> None:
-        self.users = users
-
-    def build(self, request_struct_class: type[DescribeUserScramCredentialsRequest_v0]
-              ) -> DescribeUserScramCredentialsRequest_v0:
-        users = None if self.users is None else [(name, {}) for name in self.users]
-        return request_struct_class(users, {})
-
-
-class AlterUserScramCredentialsResponse_v0(Response):  # noqa: N801
-    API_KEY = 51
-    API_VERSION = 0
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        ("results", CompactArray(("user", CompactString("utf-8")), ("error_code", Int16),
-                                 ("error_message", CompactString("utf-8")),
-                                 ("tags", TaggedFields))),
-        ("tags", TaggedFields))
-
-
-class AlterUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
-    FLEXIBLE_VERSION = True
-    API_KEY = 51
-    API_VERSION = 0
-    RESPONSE_TYPE = AlterUserScramCredentialsResponse_v0
-    SCHEMA = Schema(
-        ("deletions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
-                                   ("tags", TaggedFields))),
-        ("upsertions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
-                                    ("iterations", Int32), ("salt", CompactBytes),
-                                    ("salted_password", CompactBytes),
-                                    ("tags", TaggedFields))),
-        ("tags", TaggedFields))
-
-
-class AlterUserScramCredentials(Request[AlterUserScramCredentialsRequest_v0]):
-    API_KEY = 51
-
-    def __init__(self, deletions: list[tuple[str, int]],
-                 upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
-        self.deletions = deletions
-        self.upsertions = upsertions
-
-    def build(self, request_struct_class: type[AlterUserScramCredentialsRequest_v0]
-              ) -> AlterUserScramCredentialsRequest_v0:
-        return request_struct_class([(*d, {}) for d in self.deletions],
-                                    [(*u, {}) for u in self.upsertions], {})
 
 
 def _mechanism(value: str) -> str:

@@ -22,11 +22,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import for_code
-from aiokafka.protocol.admin import DeleteGroupsRequest
-from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.commit import OffsetCommitRequest
-from aiokafka.protocol.types import Array, Int16, Int32, Schema, String
 
+from ..kafka import admin as kafka_admin
 from .statedir import PROCESS_FILE, StateDirectory
 
 INTERNAL_SUFFIXES = ("-changelog", "-repartition", "-subscription-registration-topic",
@@ -87,43 +84,6 @@ class ResetPlan:
     internal_topics: list[str] = field(default_factory=list)
 
 
-# -- requests aiokafka's admin client has no method for ------------------------------------------
-
-class _OffsetDeleteResponseV0(Response):
-    API_KEY = 47
-    API_VERSION = 0
-    SCHEMA = Schema(
-        ("error_code", Int16),
-        ("throttle_time_ms", Int32),
-        ("topics", Array(("name", String("utf-8")),
-                         ("partitions", Array(("partition_index", Int32),
-                                              ("error_code", Int16))))))
-
-
-class _OffsetDeleteRequestV0(RequestStruct):
-    API_KEY = 47
-    API_VERSION = 0
-    RESPONSE_TYPE = _OffsetDeleteResponseV0
-    SCHEMA = Schema(
-        ("group_id", String("utf-8")),
-        ("topics", Array(("name", String("utf-8")),
-                         ("partitions", Array(Int32)))))
-
-
-class _OffsetDelete(Request[_OffsetDeleteRequestV0]):
-    API_KEY = 47
-
-    def __init__(self, group: str, partitions: Iterable[TopicPartition]) -> None:
-        by_topic: dict[str, list[int]] = {}
-        for tp in partitions:
-            by_topic.setdefault(tp.topic, []).append(tp.partition)
-        self.group = group
-        self.topics = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
-
-    def build(self, request_struct_class: type[_OffsetDeleteRequestV0]) -> _OffsetDeleteRequestV0:
-        return request_struct_class(self.group, self.topics)
-
-
 def _raise_for(code: int, what: str) -> None:
     if code:
         error = for_code(code)
@@ -158,34 +118,20 @@ async def committed_offsets(admin: AIOKafkaAdminClient, group: str) -> dict[Topi
 async def commit_offsets(admin: AIOKafkaAdminClient, group: str,
                          offsets: dict[TopicPartition, int]) -> None:
     """Commit offsets for a group with no members (OffsetCommit, generation -1)."""
-    if not offsets:
-        return
-    by_topic: dict[str, list[tuple[int, int, str]]] = {}
-    for tp, offset in sorted(offsets.items()):
-        by_topic.setdefault(tp.topic, []).append((tp.partition, offset, ""))
-    node = await admin.find_coordinator(group)
-    response = await admin._send_request_to_node(  # noqa: SLF001 - no public OffsetCommit
-        node, OffsetCommitRequest(group, -1, "", -1, sorted(by_topic.items())))
-    for topic, partitions in response.topics:
-        for partition, code in partitions:
-            _raise_for(code, f"cannot commit the offset of {topic}-{partition} for {group!r}")
+    for tp, code in (await kafka_admin.commit_offsets(admin, group, offsets)).items():
+        _raise_for(code, f"cannot commit the offset of {tp.topic}-{tp.partition} for {group!r}")
 
 
 async def delete_offsets(admin: AIOKafkaAdminClient, group: str,
                          partitions: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
     """OffsetDelete (KIP-496): error code per partition (0 = deleted)."""
-    node = await admin.find_coordinator(group)
-    response = await admin._send_request_to_node(node, _OffsetDelete(group, partitions))  # noqa: SLF001
-    _raise_for(response.error_code, f"cannot delete offsets of group {group!r}")
-    return {TopicPartition(topic, partition): code
-            for topic, parts in response.topics for partition, code in parts}
+    code, results = await kafka_admin.delete_offsets(admin, group, partitions)
+    _raise_for(code, f"cannot delete offsets of group {group!r}")
+    return results
 
 
 async def delete_group(admin: AIOKafkaAdminClient, group: str) -> None:
-    node = await admin.find_coordinator(group)
-    response = await admin._send_request_to_node(node, DeleteGroupsRequest([group]))  # noqa: SLF001
-    for group_id, code in response.results:
-        _raise_for(code, f"cannot delete group {group_id!r}")
+    _raise_for(await kafka_admin.delete_group(admin, group), f"cannot delete group {group!r}")
 
 
 async def topic_partitions(admin: AIOKafkaAdminClient, topics: Iterable[str]

@@ -1,0 +1,134 @@
+"""Kafka request formats that aiokafka does not ship, written from Kafka's message schemas
+(``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496) and the SCRAM
+credential APIs (KIP-554)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from aiokafka import TopicPartition
+from aiokafka.protocol.api import Request, RequestStruct, Response
+from aiokafka.protocol.types import (
+    Array,
+    CompactArray,
+    CompactBytes,
+    CompactString,
+    Int8,
+    Int16,
+    Int32,
+    Schema,
+    String,
+    TaggedFields,
+)
+
+
+class OffsetDeleteResponse_v0(Response):  # noqa: N801 (aiokafka's naming)
+    API_KEY = 47
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("error_code", Int16),
+        ("throttle_time_ms", Int32),
+        ("topics", Array(("name", String("utf-8")),
+                         ("partitions", Array(("partition_index", Int32),
+                                              ("error_code", Int16))))))
+
+
+class OffsetDeleteRequest_v0(RequestStruct):  # noqa: N801
+    API_KEY = 47
+    API_VERSION = 0
+    RESPONSE_TYPE = OffsetDeleteResponse_v0
+    SCHEMA = Schema(
+        ("group_id", String("utf-8")),
+        ("topics", Array(("name", String("utf-8")),
+                         ("partitions", Array(Int32)))))
+
+
+class OffsetDelete(Request[OffsetDeleteRequest_v0]):
+    API_KEY = 47
+
+    def __init__(self, group: str, partitions: Iterable[TopicPartition]) -> None:
+        by_topic: dict[str, list[int]] = {}
+        for tp in partitions:
+            by_topic.setdefault(tp.topic, []).append(tp.partition)
+        self.group = group
+        self.topics = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
+
+    def build(self, request_struct_class: type[OffsetDeleteRequest_v0]) -> OffsetDeleteRequest_v0:
+        return request_struct_class(self.group, self.topics)
+
+
+class DescribeUserScramCredentialsResponse_v0(Response):  # noqa: N801
+    API_KEY = 50
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32), ("error_code", Int16),
+        ("error_message", CompactString("utf-8")),
+        ("results", CompactArray(
+            ("user", CompactString("utf-8")), ("error_code", Int16),
+            ("error_message", CompactString("utf-8")),
+            ("credential_infos", CompactArray(("mechanism", Int8), ("iterations", Int32),
+                                              ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class DescribeUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
+    FLEXIBLE_VERSION = True
+    API_KEY = 50
+    API_VERSION = 0
+    RESPONSE_TYPE = DescribeUserScramCredentialsResponse_v0
+    SCHEMA = Schema(("users", CompactArray(("name", CompactString("utf-8")),
+                                           ("tags", TaggedFields))),
+                    ("tags", TaggedFields))
+
+
+class DescribeUserScramCredentials(Request[DescribeUserScramCredentialsRequest_v0]):
+    API_KEY = 50
+
+    def __init__(self, users: list[str] | None) -> None:
+        self.users = users
+
+    def build(self, request_struct_class: type[DescribeUserScramCredentialsRequest_v0]
+              ) -> DescribeUserScramCredentialsRequest_v0:
+        users = None if self.users is None else [(name, {}) for name in self.users]
+        return request_struct_class(users, {})
+
+
+class AlterUserScramCredentialsResponse_v0(Response):  # noqa: N801
+    API_KEY = 51
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("results", CompactArray(("user", CompactString("utf-8")), ("error_code", Int16),
+                                 ("error_message", CompactString("utf-8")),
+                                 ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class AlterUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
+    FLEXIBLE_VERSION = True
+    API_KEY = 51
+    API_VERSION = 0
+    RESPONSE_TYPE = AlterUserScramCredentialsResponse_v0
+    SCHEMA = Schema(
+        ("deletions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
+                                   ("tags", TaggedFields))),
+        ("upsertions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
+                                    ("iterations", Int32), ("salt", CompactBytes),
+                                    ("salted_password", CompactBytes),
+                                    ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class AlterUserScramCredentials(Request[AlterUserScramCredentialsRequest_v0]):
+    API_KEY = 51
+
+    def __init__(self, deletions: list[tuple[str, int]],
+                 upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
+        self.deletions = deletions
+        self.upsertions = upsertions
+
+    def build(self, request_struct_class: type[AlterUserScramCredentialsRequest_v0]
+              ) -> AlterUserScramCredentialsRequest_v0:
+        return request_struct_class([(*d, {}) for d in self.deletions],
+                                    [(*u, {}) for u in self.upsertions], {})
