@@ -130,6 +130,11 @@ class MirrorMaker:
                     self._report(flow, f"{task.connector} task {task.task}",
                                  _last_line(status.trace))
 
+    def metrics_url(self) -> str:
+        """Prometheus /metrics of this process (every flow's MirrorMaker metrics)."""
+        first = next(iter(self.workers.values()))
+        return f"{first.url}/metrics"
+
     def _report(self, flow: Flow, what: str, reason: str) -> None:
         key = (f"{flow} {what}", reason)
         if key in self._reported:
@@ -142,7 +147,8 @@ class MirrorMaker:
     async def run(self, stop: asyncio.Event) -> None:
         await self.start()
         print("streams mirror: running flows " + ", ".join(
-            f"{f}" + ("" if f.replicate else " (heartbeats)") for f in self.flows), flush=True)
+            f"{f}" + ("" if f.replicate else " (heartbeats)") for f in self.flows)
+            + f"; metrics on {self.metrics_url()}", flush=True)
         try:
             while not stop.is_set():
                 await self.tick()

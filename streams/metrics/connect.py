@@ -10,6 +10,7 @@ status store, when scraped: it knows the worker by its attributes, not by import
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -39,6 +40,11 @@ class ConnectMetrics:
         worker = self._worker()
         if worker is None:
             return
+        # MirrorMaker 2's per-partition metrics, once its connectors run in this process
+        # (found by module, not imported: a worker without them pays nothing).
+        mirror = sys.modules.get("connect.mirror.metrics")
+        if mirror is not None:
+            yield from mirror.samples()
         connectors = dict(worker.connectors)
         runners = dict(worker.tasks)
         yield Sample(DOMAIN, "connect-worker-metrics", "connector-count", GAUGE, {},

@@ -4,9 +4,11 @@ read on A, sees every record (re-reading at most offset.lag.max per partition); 
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import threading
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,11 @@ def test_group_fails_over_to_translated_offsets(tmp_path: Path, two_brokers) -> 
         # Kafka's format on the wire: the checkpoint records decode as Kafka's Checkpoint.
         raw = read_all(b.bootstrap, "A.checkpoints.internal")
         assert {Checkpoint.from_record(r.key, r.value).group for r in raw} == {"billing"}
+
+        url = re.search(r"metrics on (http://\S+)", mirror.log()).group(1)
+        text = urllib.request.urlopen(url, timeout=30).read().decode()
+        assert "kafka_connect_mirror_checkpoint_connector_checkpoint_latency_ms" in text
+        assert 'group="billing"' in text
 
         # sync.group.offsets.enabled: the group's offsets are on B before it ever ran there.
         wait_until(lambda: _committed(b.bootstrap, "billing")

@@ -4,6 +4,8 @@ new topics are picked up, internal topics are Kafka's."""
 
 from __future__ import annotations
 
+import re
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -86,6 +88,15 @@ def test_records_configs_and_new_topics(tmp_path: Path, two_brokers) -> None:
                  for r in read_all(a.bootstrap, "mm2-offset-syncs.B.internal")]
         assert {(s.topic, s.partition) for s in syncs} >= {("orders", p) for p in range(3)}
         assert all(s.upstream_offset == s.downstream_offset for s in syncs)
+        # Kafka's MM2 metric names on the process's /metrics.
+        url = re.search(r"metrics on (http://\S+)", mirror.log()).group(1)
+        text = urllib.request.urlopen(url, timeout=30).read().decode()
+        counts = [float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                  if line.startswith("kafka_connect_mirror_source_connector_record_count")
+                  and 'topic="A.orders"' in line]
+        assert sum(counts) >= 300, text[-2000:]
+        for name in ("record_age_ms", "replication_latency_ms", "byte_rate"):
+            assert f"kafka_connect_mirror_source_connector_{name}" in text
     finally:
         mirror.stop()
     assert "Traceback" not in mirror.log()
