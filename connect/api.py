@@ -9,6 +9,7 @@ functions in a thread, so a blocking ``poll()`` or ``put()`` never stalls the wo
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from aiokafka.structs import RecordMetadata, TopicPartition
@@ -80,10 +81,92 @@ class OffsetStorageReader:
         return [(dict(p), self._lookup(p)) for p in partitions]
 
 
+class ExactlyOnceSupport(StrEnum):
+    """Whether a source connector can deliver exactly once with a configuration (KIP-618,
+    Kafka's ``org.apache.kafka.connect.source.ExactlyOnceSupport``)."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class ConnectorTransactionBoundaries(StrEnum):
+    """Whether a source connector can define its own transaction boundaries (KIP-618)."""
+
+    SUPPORTED = "SUPPORTED"
+    UNSUPPORTED = "UNSUPPORTED"
+
+
+class TransactionBoundary(StrEnum):
+    """The values of a source connector's ``transaction.boundary`` (Kafka's
+    ``SourceTask.TransactionBoundary``): a transaction per ``poll()`` batch, per
+    ``transaction.boundary.interval.ms``, or where the task says through its
+    :class:`TransactionContext`."""
+
+    POLL = "poll"
+    INTERVAL = "interval"
+    CONNECTOR = "connector"
+
+
+class TransactionContext:
+    """Lets a source task define its own transactions when ``transaction.boundary=connector``
+    (Kafka's ``org.apache.kafka.connect.source.TransactionContext``).
+
+    ``commit_transaction()`` commits after the batch the current ``poll()`` returns;
+    ``commit_transaction(record)`` right after ``record`` is dispatched. ``abort_*`` drop the
+    records of the open transaction (their source offsets are still committed, so they are not
+    read again). Safe to call from the task's thread.
+    """
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._commit_batch = False
+        self._abort_batch = False
+        self._commit_records: set[int] = set()
+        self._abort_records: set[int] = set()
+
+    def commit_transaction(self, record: SourceRecord | None = None) -> None:
+        with self._lock:
+            if record is None:
+                self._commit_batch = True
+            else:
+                self._commit_records.add(id(record))
+
+    def abort_transaction(self, record: SourceRecord | None = None) -> None:
+        with self._lock:
+            if record is None:
+                self._abort_batch = True
+            else:
+                self._abort_records.add(id(record))
+
+    # -- read by the worker ---------------------------------------------------------------------
+    def has_record_requests(self) -> bool:
+        return bool(self._commit_records or self._abort_records)
+
+    def take_record_request(self, record: SourceRecord) -> str | None:
+        """'abort', 'commit' or None for a record just dispatched (abort wins, as Kafka's)."""
+        key = id(record)
+        with self._lock:
+            abort = key in self._abort_records
+            commit = key in self._commit_records
+            self._abort_records.discard(key)
+            self._commit_records.discard(key)
+        return "abort" if abort else "commit" if commit else None
+
+    def take_batch_request(self) -> str | None:
+        with self._lock:
+            abort, commit = self._abort_batch, self._commit_batch
+            self._abort_batch = self._commit_batch = False
+        return "abort" if abort else "commit" if commit else None
+
+
 class SourceTaskContext:
-    def __init__(self, configs: dict[str, str], reader: OffsetStorageReader) -> None:
+    def __init__(self, configs: dict[str, str], reader: OffsetStorageReader,
+                 transactions: TransactionContext | None = None) -> None:
         self._configs = configs
         self._reader = reader
+        self._transactions = transactions
 
     def configs(self) -> dict[str, str]:
         return dict(self._configs)
@@ -91,9 +174,10 @@ class SourceTaskContext:
     def offset_storage_reader(self) -> OffsetStorageReader:
         return self._reader
 
-    def transaction_context(self) -> None:
-        """Connector-defined transactions are not supported (no EOS sources): always None."""
-        return None
+    def transaction_context(self) -> TransactionContext | None:
+        """The task's :class:`TransactionContext` when exactly-once support is enabled on the
+        worker and the connector has ``transaction.boundary=connector``; None otherwise."""
+        return self._transactions
 
 
 class ErrantRecordReporter:
@@ -196,11 +280,17 @@ class Connector:
 
 
 class SourceConnector(Connector):
-    def exactly_once_support(self, props: dict[str, str]) -> str | None:
+    def exactly_once_support(self, props: dict[str, str]) -> ExactlyOnceSupport | None:
+        """Whether this connector delivers exactly once with ``props`` when the worker has
+        ``exactly.once.source.support=enabled``; None: it does not say (KIP-618). A connector
+        whose answer is not SUPPORTED cannot be created with ``exactly.once.support=required``."""
         return None
 
-    def can_define_transaction_boundaries(self, props: dict[str, str]) -> bool:
-        return False
+    def can_define_transaction_boundaries(self, props: dict[str, str]
+                                          ) -> ConnectorTransactionBoundaries:
+        """SUPPORTED if its tasks define transactions through their TransactionContext
+        (required for ``transaction.boundary=connector``)."""
+        return ConnectorTransactionBoundaries.UNSUPPORTED
 
     def alter_offsets(self, props: dict[str, str],
                       offsets: list[tuple[dict[str, Any], dict[str, Any] | None]]) -> bool:

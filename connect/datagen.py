@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from connect.api import SourceConnector, SourceTask
+from connect.api import ExactlyOnceSupport, SourceConnector, SourceTask
 from connect.config_def import ConfigDef, ConfigType, Importance, Range, ValidString
 from connect.data import Schema
 from connect.records import SourceRecord
@@ -116,6 +116,11 @@ class DataGenConnector(SourceConnector):
 
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF
+
+    def exactly_once_support(self, props: dict[str, str]) -> ExactlyOnceSupport:
+        """The offset (records generated) determines the next record: a restarted task continues
+        from the committed count, so exactly-once holds."""
+        return ExactlyOnceSupport.SUPPORTED
 
 
 class DataGenTask(SourceTask):

@@ -104,6 +104,12 @@ def fetch_position(consumer: AIOKafkaConsumer, tp: TopicPartition) -> int | None
     return state.position
 
 
+def group_generation(consumer: Any) -> int:
+    """The generation of the group this consumer last joined (-1 before a join, or after the
+    coordinator forgot the member)."""
+    return int(getattr(consumer._coordinator, "generation", -1))  # noqa: SLF001
+
+
 def client_of(client: AIOKafkaConsumer | AIOKafkaProducer) -> AIOKafkaClient:
     """The network client behind a consumer or producer (metadata, raw requests)."""
     return client._client  # noqa: SLF001

@@ -15,7 +15,7 @@ TESTS = Path(__file__).parent
 # `broker` fixture is Apache Kafka. Every other test that takes `broker` checks our broker
 # itself (its internals, its files, its answers) and keeps it whatever the option says.
 SWITCHED = (TESTS / "runtime", TESTS / "faults", TESTS / "unit" / "test_kafka_internals.py",
-            TESTS / "ops")
+            TESTS / "ops", TESTS / "connect" / "test_exactly_once.py")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Any, BinaryIO
 
-from connect.api import SourceConnector, SourceTask
+from connect.api import ExactlyOnceSupport, SourceConnector, SourceTask
 from connect.config_def import ConfigDef, ConfigException, ConfigType, Importance, Range
 from connect.data import Schema
 from connect.records import SourceRecord
@@ -55,8 +55,10 @@ class FileStreamSourceConnector(SourceConnector):
     def config_def(self) -> ConfigDef:
         return CONFIG_DEF
 
-    def exactly_once_support(self, props: dict[str, str]) -> str | None:
-        return "SUPPORTED" if props.get(FILE) else "UNSUPPORTED"
+    def exactly_once_support(self, props: dict[str, str]) -> ExactlyOnceSupport:
+        """A file can be re-read from a byte position; standard input cannot (Kafka's rule)."""
+        return ExactlyOnceSupport.SUPPORTED if props.get(FILE) else \
+            ExactlyOnceSupport.UNSUPPORTED
 
     def alter_offsets(self, props: dict[str, str], offsets: list) -> bool:
         for partition, offset in offsets:

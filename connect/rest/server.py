@@ -134,6 +134,7 @@ class RestApi:
         r.add_put("/connectors/{name}/stop", self.stop)
         r.add_get("/connectors/{name}/topics", self.topics)
         r.add_put("/connectors/{name}/topics/reset", self.reset_topics)
+        r.add_put("/connectors/{name}/fence", self.fence)
         r.add_get("/connectors/{name}/offsets", self.get_offsets)
         r.add_patch("/connectors/{name}/offsets", self.alter_offsets)
         r.add_delete("/connectors/{name}/offsets", self.reset_offsets)
@@ -235,6 +236,11 @@ class RestApi:
             return int(raw)
         except ValueError:
             raise NotFound(f"Unknown task {request.match_info['name']}-{raw}") from None
+
+    async def fence(self, request: web.Request) -> web.Response:
+        """Internal: a worker asks the leader for a zombie fencing round (KIP-618)."""
+        await self.herder.fence_zombies(request.match_info["name"])
+        return web.Response(status=204)
 
     async def task_status(self, request: web.Request) -> web.Response:
         return _json(self.herder.task_status(request.match_info["name"], self._task(request)))

@@ -35,6 +35,9 @@ PASSTHROUGH_PREFIXES = ("key.converter.", "value.converter.", "header.converter.
 # security keys; connector producers and consumers take only producer.*/consumer.* (as Kafka's
 # Worker.baseProducerConfigs), admin clients both (Worker.adminConfigs).
 WORKER_ROLES = {"worker": ClientRole("worker", (), COMMON_KEYS)}
+# exactly.once.source.support (KIP-618): disabled; preparing (a rolling upgrade: tasks run without
+# transactions, offsets are read committed, the leader answers fencing requests); enabled.
+EXACTLY_ONCE_SOURCE_SUPPORT = ("disabled", "preparing", "enabled")
 # connector.client.config.override.policy: Kafka's three policies, by alias or class name.
 OVERRIDE_POLICIES = {"none": "None", "principal": "Principal", "all": "All"}
 _POLICY_CLASS = "org.apache.kafka.connect.connector.policy.{}ConnectorClientConfigOverridePolicy"
@@ -100,6 +103,19 @@ class WorkerConfig(KafkaConfigModel):
     @classmethod
     def _client_configs(cls, value: Any) -> Any:
         return client_configs_field(value, WORKER_ROLES)
+
+    @field_validator("exactly_once_source_support")
+    @classmethod
+    def _eos_support(cls, value: str) -> str:
+        """KIP-618's three values (case-insensitive, as Kafka's)."""
+        name = value.strip().lower()
+        if name not in EXACTLY_ONCE_SOURCE_SUPPORT:
+            raise ValueError("must be one of " + ", ".join(EXACTLY_ONCE_SOURCE_SUPPORT))
+        return name
+
+    @property
+    def exactly_once_source_enabled(self) -> bool:
+        return self.exactly_once_source_support == "enabled"
 
     @field_validator("connector_client_config_override_policy")
     @classmethod
@@ -234,6 +250,12 @@ def _transforms_valid(name: str, value: Any) -> None:
 COMMON = "Common"
 TRANSFORMS = "Transforms"
 ERRORS = "Error Handling"
+EXACTLY_ONCE = "Exactly Once Support"
+# SourceConnectorConfig's keys (KIP-618).
+EXACTLY_ONCE_SUPPORT = "exactly.once.support"
+TRANSACTION_BOUNDARY = "transaction.boundary"
+TRANSACTION_BOUNDARY_INTERVAL = "transaction.boundary.interval.ms"
+OFFSETS_TOPIC = "offsets.storage.topic"
 
 
 def connector_config_def(kind: str) -> ConfigDef:
@@ -270,6 +292,25 @@ def connector_config_def(kind: str) -> ConfigDef:
              "Log each error and the failed operation.", ERRORS, 4)
     d.define("errors.log.include.messages", ConfigType.BOOLEAN, False, None, Importance.MEDIUM,
              "Include the record in the error log.", ERRORS, 5)
+    if kind == "source":
+        d.define(EXACTLY_ONCE_SUPPORT, ConfigType.STRING, "requested",
+                 ValidString(["requested", "required"], ignore_case=True), Importance.MEDIUM,
+                 "required: refuse the connector unless it can deliver exactly once with this "
+                 "configuration (needs exactly.once.source.support=enabled on the worker); "
+                 "requested: no such check.", EXACTLY_ONCE, 1)
+        d.define(TRANSACTION_BOUNDARY, ConfigType.STRING, "poll",
+                 ValidString(["poll", "interval", "connector"], ignore_case=True),
+                 Importance.MEDIUM,
+                 "With exactly-once support: a transaction per poll() batch (poll), per "
+                 "transaction.boundary.interval.ms (interval), or as the task defines through "
+                 "its TransactionContext (connector).", EXACTLY_ONCE, 2)
+        d.define(TRANSACTION_BOUNDARY_INTERVAL, ConfigType.LONG, None, Range.at_least(0),
+                 Importance.LOW,
+                 "With transaction.boundary=interval: how often to commit (default: the "
+                 "worker's offset.flush.interval.ms).", EXACTLY_ONCE, 3)
+        d.define(OFFSETS_TOPIC, ConfigType.STRING, None, None, Importance.LOW,
+                 "A topic of this connector's own for its source offsets (distributed mode); "
+                 "default: the worker's offset.storage.topic.", EXACTLY_ONCE, 4)
     if kind == "sink":
         d.define("topics", ConfigType.LIST, "", None, Importance.HIGH,
                  "Topics to consume.", COMMON, 9)

@@ -31,12 +31,13 @@ from aiokafka.coordinator.protocol import (
 from connect.rest.server import NotLeader
 from connect.runtime import clients
 from connect.runtime.config import WorkerConfig
-from connect.runtime.herder import Herder
+from connect.runtime.exactly_once import ZombieFencing, request_fencing
+from connect.runtime.herder import BadRequest, Herder
 from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
 from connect.runtime.standalone import ConnectProcess
 from connect.runtime.status import State, Status, TargetState, TaskId
 from streams.config import ConfigError
-from streams.kafka_internals import request_rejoin
+from streams.kafka_internals import group_generation, request_rejoin
 
 log = logging.getLogger("connect.distributed")
 
@@ -85,10 +86,17 @@ class ConnectAssignor(AbstractPartitionAssignor):
 
 
 class DistributedHerder(Herder):
+    distributed = True
+
     def __init__(self, config: WorkerConfig, worker_id: str, url: str) -> None:
         super().__init__(config, worker_id, KafkaOffsetStore(config,
                                                              config.offset_storage_topic or ""))
         self.url = url
+        self.fencing = ZombieFencing(config)
+        self._generation = -1
+        self._assignment_lost = False
+        if config.exactly_once_source_enabled:
+            self.worker.fencing = self._fence_before_task
         self.leader_url: str | None = None
         self.my_connectors: set[str] = set()
         self.my_tasks: set[TaskId] = set()
@@ -171,6 +179,13 @@ class DistributedHerder(Herder):
         return connectors, tasks
 
     def assignment_received(self, data: dict[str, Any]) -> None:
+        generation = group_generation(self.member) if self.member is not None else -1
+        if self._generation >= 0 and generation > self._generation + 1:
+            # Generations passed without this worker (paused past its session timeout): its
+            # tasks ran elsewhere meanwhile, so what it still runs is a zombie; restart it all
+            # (Kafka's lost assignment). Exactly-once tasks were fenced by their new owners.
+            self._assignment_lost = True
+        self._generation = generation
         self.leader_url = data.get("leader_url")
         self.my_connectors = set(data.get("connectors", []))
         self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
@@ -199,6 +214,12 @@ class DistributedHerder(Herder):
             await self._wake.wait()
             self._wake.clear()
             try:
+                if self._assignment_lost:
+                    self._assignment_lost = False
+                    log.warning("worker %s missed rebalances: restarting its tasks",
+                                self.worker_id)
+                    async with self._lock:
+                        await self.worker.stop_tasks(list(self.worker.tasks))
                 await self.reconcile()
             except asyncio.CancelledError:
                 raise
@@ -224,6 +245,7 @@ class DistributedHerder(Herder):
         self._wake.set()
 
     def _apply_config(self, key: str, value: Any) -> None:
+        self.fencing.apply(key, value)
         if key.startswith("connector-"):
             name = key[len("connector-"):]
             if value is None:
@@ -279,6 +301,25 @@ class DistributedHerder(Herder):
         for i, cfg in enumerate(configs):
             await self.config_log.send(f"task-{name}-{i}", {"properties": cfg}, wait=False)
         await self.config_log.send(f"commit-{name}", {"tasks": len(configs)})
+
+    # -- zombie fencing (KIP-618) --------------------------------------------------------------
+    async def fence_zombies(self, name: str) -> None:
+        self._require(name)
+        await self.ensure_leader()
+        if self.connector_type(name) != "source":
+            raise BadRequest(f"Connector {name} is not a source connector")
+        await self.fencing.fence(name, len(self.task_configs.get(name, [])),
+                                 self.config_log.read_to_end, self.config_log.send)
+
+    async def _fence_before_task(self, name: str) -> None:
+        """Before an exactly-once task's producer starts: the leader's fencing round, unless the
+        latest task configs of ``name`` were fenced for already."""
+        if name not in self.fencing.pending:
+            return
+        if self.is_leader:
+            await self.fence_zombies(name)
+        else:
+            await request_fencing(lambda: self.leader_url, name)
 
     # -- restarts go through the config topic so the owning worker acts ------------------------
     async def _request_restart(self, name: str, connector: bool, tasks: list[TaskId]) -> None:

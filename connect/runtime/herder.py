@@ -18,8 +18,9 @@ from aiokafka.structs import TopicPartition
 from connect import plugins
 from connect.api import SinkConnector, SourceConnector
 from connect.config_def import ConfigException
-from connect.runtime import sink_offsets
+from connect.runtime import exactly_once, sink_offsets, source_offsets
 from connect.runtime.config import (
+    OFFSETS_TOPIC,
     WorkerConfig,
     check_sink_topics,
     connector_config_def,
@@ -64,6 +65,9 @@ _NAME_OK = re.compile(r"^[^\x00-\x1f\x7f]*$")
 
 
 class Herder:
+    #: Distributed herders run exactly-once source tasks and per-connector offsets topics.
+    distributed = False
+
     def __init__(self, config: WorkerConfig, worker_id: str, offsets: OffsetStore) -> None:
         self.config = config
         self.worker_id = worker_id
@@ -312,6 +316,11 @@ class Herder:
         for problem in override_errors(self.config.connector_client_config_override_policy,
                                        config):
             values["connector.class"].errors.append(problem)
+        connector = cls()
+        if kind == "source":
+            for key, problem in exactly_once.validation_errors(self.config, connector, config,
+                                                               self.distributed):
+                values[key].errors.append(problem)
         if config.get("transforms") or config.get("predicates"):
             try:
                 from connect.transforms import TransformationChain
@@ -319,7 +328,6 @@ class Herder:
                 TransformationChain.from_config(config).close()
             except Exception as exc:
                 values["transforms"].errors.append(str(exc))
-        connector = cls()
         own_def = connector.config_def()
         try:
             own_values = {v.name: v for v in connector.validate(dict(config))}
@@ -500,8 +508,21 @@ class Herder:
             items = [{"partition": {"kafka_topic": tp.topic, "kafka_partition": tp.partition},
                       "offset": {"kafka_offset": off}} for tp, off in sorted(offsets.items())]
         else:
-            items = [{"partition": p, "offset": o} for p, o in self.offsets.all_for(name)]
+            topic = self._own_offsets_topic(name)
+            pairs = self.offsets.all_for(name) if topic is None else \
+                await source_offsets.read_connector_topic(self.config, topic, name)
+            items = [{"partition": p, "offset": o} for p, o in pairs]
         return {"offsets": items}
+
+    def _own_offsets_topic(self, name: str) -> str | None:
+        """The connector's ``offsets.storage.topic`` when it has one of its own (KIP-618)."""
+        topic = self.configs.get(name, {}).get(OFFSETS_TOPIC) or None
+        return topic if self.distributed and topic != self.config.offset_storage_topic else None
+
+    async def fence_zombies(self, name: str) -> None:
+        """``PUT /connectors/{name}/fence`` (workers ask the leader, KIP-618)."""
+        raise BadRequest("Kafka Connect in standalone mode does not support exactly-once "
+                         "source connectors.")
 
     def _require_stopped(self, name: str) -> None:
         self._require(name)
@@ -544,13 +565,17 @@ class Herder:
             managed = await self._call_alter(cls, config, dict.fromkeys(current))
             await sink_offsets.reset(self.config, name)
         else:
-            pairs = [(p, None) for p, _ in self.offsets.all_for(name)]
+            pairs = [(p["partition"], None) for p in (await self.get_offsets(name))["offsets"]]
             managed = await self._call_alter(cls, config, pairs)
             await self._write_source_offsets(name, pairs)
         return {"message": _altered_message(managed, "reset")}
 
     async def _write_source_offsets(self, name: str, pairs: list) -> None:
-        await self.offsets.put(name, pairs)
+        topic = self._own_offsets_topic(name)
+        if topic is None:
+            await self.offsets.put(name, pairs)
+        else:
+            await source_offsets.write_connector_topic(self.config, topic, name, pairs)
 
     async def _call_alter(self, cls: type, config: dict[str, str], offsets: Any) -> bool:
         connector = cls()

@@ -20,7 +20,7 @@ from aiokafka.structs import TopicPartition
 
 from connect.runtime import clients
 from connect.runtime.offsets import OffsetStore, offset_key, parse_key
-from streams.kafka_internals import refresh_metadata
+from streams.kafka_internals import fetch_position, refresh_metadata
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -30,9 +30,13 @@ log = logging.getLogger("connect.kafkalog")
 
 class KafkaLog:
     def __init__(self, bootstrap: str | WorkerConfig, topic: str,
-                 on_records: Callable[[list[Any]], Any]) -> None:
+                 on_records: Callable[[list[Any]], Any],
+                 isolation_level: str = "read_uncommitted") -> None:
         self.bootstrap = bootstrap
         self.topic = topic
+        # read_committed for source offsets (as Kafka's offset consumers): offsets written in an
+        # exactly-once task's aborted transaction must never count.
+        self.isolation_level = isolation_level
         self.on_records = on_records
         self.positions: dict[TopicPartition, int] = {}
         self._advanced = asyncio.Condition()
@@ -46,7 +50,8 @@ class KafkaLog:
                                          enable_idempotence=False)
         await self.producer.start()
         self.consumer = AIOKafkaConsumer(**clients.base_kwargs(self.bootstrap),
-                                         enable_auto_commit=False, auto_offset_reset="earliest")
+                                         enable_auto_commit=False, auto_offset_reset="earliest",
+                                         isolation_level=self.isolation_level)
         await self.consumer.start()
         partitions = self.consumer.partitions_for_topic(self.topic)
         if not partitions:
@@ -89,7 +94,15 @@ class KafkaLog:
                     except Exception:
                         log.exception("applying records of %s failed", self.topic)
                     self.positions[tp] = records[-1].offset + 1
-            if batch:
+            advanced = bool(batch)
+            # The fetch position also moves past transaction markers and aborted records, which
+            # no batch shows: read_to_end's target (the last stable offset) is reached this way.
+            for tp in self.positions:
+                position = fetch_position(self.consumer, tp)
+                if position is not None and position > self.positions[tp]:
+                    self.positions[tp] = position
+                    advanced = True
+            if advanced:
                 async with self._advanced:
                     self._advanced.notify_all()
 
@@ -121,7 +134,7 @@ class KafkaOffsetStore(OffsetStore):
 
     def __init__(self, bootstrap: str | WorkerConfig, topic: str) -> None:
         super().__init__()
-        self.log = KafkaLog(bootstrap, topic, self._apply_records)
+        self.log = KafkaLog(bootstrap, topic, self._apply_records, "read_committed")
 
     def _apply_records(self, records: list[Any]) -> None:
         with self._lock:

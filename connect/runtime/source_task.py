@@ -19,9 +19,10 @@ from aiokafka.structs import RecordMetadata
 from connect.api import OffsetStorageReader, SourceTask, SourceTaskContext
 from connect.config_def import ConfigException
 from connect.runtime import clients
-from connect.runtime.config import connector_config_def, override_errors
+from connect.runtime.config import OFFSETS_TOPIC, connector_config_def, override_errors
 from connect.runtime.errors import ErrorConfig, ErrorHandler, Stage
 from connect.runtime.offsets import offset_key
+from connect.runtime.source_offsets import ConnectorOffsets
 from connect.runtime.task_runner import TaskRunner
 from connect.runtime.task_support import build_converters
 from streams.kafka_batching import RecordCollector
@@ -73,6 +74,7 @@ class WorkerSourceTask(TaskRunner):
         self.producer: Any = None
         self._errors: ErrorHandler | None = None
         self._key_cache: dict[int, tuple[dict, dict, str]] = {}
+        self.offsets: ConnectorOffsets | None = None
 
     async def execute(self) -> None:
         from connect.transforms import TransformationChain
@@ -83,9 +85,8 @@ class WorkerSourceTask(TaskRunner):
         chain = TransformationChain.from_config(self.connector_config)
         errors = ErrorHandler(ErrorConfig.from_parsed(parsed), name, self.id.task)
         self._errors = errors
-        self.producer = clients.producer(
-            self.env.worker.bootstrap_servers, _client_overrides(self, "producer"),
-            client_id=f"connector-producer-{self.id}")
+        await self._before_producer()
+        self.producer = self._make_producer()
         task: SourceTask = self.task_class()
         if not isinstance(task, SourceTask):
             raise ConfigException(f"{self.task_class.__name__} is not a SourceTask")
@@ -95,8 +96,11 @@ class WorkerSourceTask(TaskRunner):
                                          max_request_size=getattr(self.producer, "_max_request_size",
                                                                   1_048_576))
         try:
-            reader = OffsetStorageReader(lambda p: self.env.offsets.get(name, p))
-            task.initialize(SourceTaskContext(dict(self.task_config), reader))
+            await self._open_offsets(parsed.get(OFFSETS_TOPIC))
+            view = self.offsets
+            reader = OffsetStorageReader(lambda p: view.get(name, p))
+            task.initialize(SourceTaskContext(dict(self.task_config), reader,
+                                              self._transaction_context()))
             await self.call(task.start, dict(self.task_config))
             self.running()
             await self._loop(task, chain, converters, errors)
@@ -106,6 +110,24 @@ class WorkerSourceTask(TaskRunner):
             finally:
                 chain.close()
                 await self.producer.stop()
+                if self.offsets is not None:
+                    await self.offsets.close()
+
+    def _make_producer(self) -> Any:
+        return clients.producer(
+            self.env.worker.bootstrap_servers, _client_overrides(self, "producer"),
+            client_id=f"connector-producer-{self.id}")
+
+    async def _before_producer(self) -> None:
+        """Exactly-once tasks fence their connector's older task generation here."""
+
+    def _transaction_context(self) -> Any:
+        return None
+
+    async def _open_offsets(self, topic: str | None) -> None:
+        """The connector's offsets: its own ``offsets.storage.topic`` (read to its end) in front
+        of the worker's store, or the worker's store alone (caught up with other workers)."""
+        self.offsets = await ConnectorOffsets.open(self.env.worker, self.env.offsets, topic)
 
     async def _loop(self, task: SourceTask, chain: Any, converters: Any,
                     errors: ErrorHandler) -> None:
@@ -128,9 +150,10 @@ class WorkerSourceTask(TaskRunner):
                 next_flush = time.monotonic() + flush_every
 
     async def _send_all(self, records: list, chain: Any, converters: Any,
-                        errors: ErrorHandler) -> None:
+                        errors: ErrorHandler) -> int:
         """Convert a poll's records into per-partition batches, hand them to the producer, and
-        queue each record with the future of the batch it went into (acks are checked later)."""
+        queue each record with the future of the batch it went into (acks are checked later).
+        Returns how many were handed to the producer (the others were dropped)."""
         placed: list[tuple[Any, tuple[str, int] | None]] = []
         for record in records:
             # Fast path: synchronous, no per-stage bookkeeping. Any exception redoes the record
@@ -153,10 +176,12 @@ class WorkerSourceTask(TaskRunner):
             batches.setdefault(tp, deque()).append((future, count))
         used: dict[tuple[str, int], int] = {}
         outstanding = self.outstanding
+        sent = 0
         for record, tp in placed:
             if tp is None:
                 outstanding.append((record, None, 0))
                 continue
+            sent += 1
             index = used.get(tp, 0)
             queue = batches[tp]
             future, count = queue[0]
@@ -166,6 +191,7 @@ class WorkerSourceTask(TaskRunner):
             else:
                 used[tp] = index + 1
             outstanding.append((record, future, index))
+        return sent
 
     async def _learn_topic(self, topic: str) -> None:
         """Fetch the topic's partition count once, so ``send`` partitions without waiting."""
@@ -252,8 +278,9 @@ class WorkerSourceTask(TaskRunner):
         self._collect_acked()
         if self.acked:
             batch, self.acked = list(self.acked.values()), {}
+            assert self.offsets is not None
             try:
-                await self.env.offsets.put(self.id.connector, batch)
+                await self.offsets.put(self.id.connector, batch)
             except BaseException:
                 self.commits_failed += 1
                 raise

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 from connect.rest.server import RestApi, RestServer
+from connect.runtime import exactly_once
 from connect.runtime.config import WorkerConfig
 from connect.runtime.herder import Herder, HerderError
 from connect.runtime.offsets import FileOffsetStore
@@ -72,6 +73,9 @@ class ConnectProcess:
 class StandaloneWorker(ConnectProcess):
     def __init__(self, config: WorkerConfig,
                  connector_configs: list[dict[str, Any]] | None = None) -> None:
+        refusal = exactly_once.refuse_in_standalone(config)
+        if refusal:
+            raise ConfigError(refusal)
         if not config.offset_storage_file_filename:
             raise ConfigError("standalone mode needs 'offset.storage.file.filename' in the "
                               "worker config (where source offsets are kept)")

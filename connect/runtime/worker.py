@@ -19,6 +19,7 @@ from typing import Any
 
 from connect import plugins
 from connect.api import Connector, ConnectorContext, SinkConnector, SourceConnector
+from connect.runtime import exactly_once
 from connect.runtime.config import WorkerConfig
 from connect.runtime.offsets import OffsetStore
 from connect.runtime.plugin_thread import ABANDONED, PluginAbandoned, PluginThread
@@ -61,6 +62,9 @@ class Worker:
         self.tasks: dict[TaskId, TaskRunner] = {}
         self.task_snapshots: dict[TaskId, tuple[dict, dict]] = {}
         self.active_topics: dict[str, set[str]] = {}
+        # Distributed: ``await fencing(connector)`` before an exactly-once source task's producer
+        # starts (KIP-618 zombie fencing, connect/runtime/exactly_once.py).
+        self.fencing: Callable[[str], Any] | None = None
 
     # -- status --------------------------------------------------------------------------------
     def _connector_status(self, name: str, status: Status) -> None:
@@ -259,16 +263,18 @@ class Worker:
     # -- tasks ---------------------------------------------------------------------------------
     async def start_task(self, task_id: TaskId, connector_config: dict[str, str],
                          task_config: dict[str, str], target: TargetState) -> None:
-        await self.offsets.sync()
+        # Source runners read their offsets to the end themselves: an exactly-once task only
+        # after its producer fenced the previous owner (whose open transaction holds reads).
         env = TaskEnv(self.config, self.worker_id, self.offsets, self._task_status,
-                      self._topic_used)
+                      self._topic_used, extra={"fencing": self.fencing})
         env.on_status = lambda tid, status: self._task_status(tid, status, runner)
         self.task_snapshots[task_id] = (dict(connector_config), dict(task_config))
         try:
             cls = plugins.connector_class(connector_config.get("connector.class", ""))
             task_cls: Any = plugins._import(task_config["task.class"]) \
                 if "task.class" in task_config else cls().task_class()
-            runner_cls = WorkerSinkTask if issubclass(cls, SinkConnector) else WorkerSourceTask
+            runner_cls = WorkerSinkTask if issubclass(cls, SinkConnector) else \
+                exactly_once.runner_class(self.config, WorkerSourceTask)
             if not issubclass(cls, SinkConnector | SourceConnector):
                 raise TypeError(f"{cls.__name__} is neither a source nor a sink connector")
             resolved = self._resolve(connector_config), self._resolve(task_config)

@@ -99,6 +99,13 @@ def _task_samples(runner: Any, tags: dict[str, Any]) -> Iterator[Sample]:
         yield Sample(DOMAIN, "source-task-metrics", "source-record-write-total", COUNTER,
                      tags, runner.records_written,
                      "Records after transformations acknowledged by Kafka")
+        stats = runner.transaction_metrics.stats() \
+            if hasattr(runner, "transaction_metrics") else None
+        if stats is not None:  # exactly-once tasks (KIP-618), once a transaction committed
+            for name, value in zip(("avg", "min", "max"), stats, strict=True):
+                yield Sample(DOMAIN, "source-task-metrics", f"transaction-size-{name}", GAUGE,
+                             tags, value, f"The {name} number of records per committed "
+                             "transaction (last 60 s)")
         errors = getattr(runner, "_errors", None)
     else:
         yield Sample(DOMAIN, "sink-task-metrics", "sink-record-read-total", COUNTER, tags,

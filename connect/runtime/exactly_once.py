@@ -1,0 +1,469 @@
+"""Exactly-once source connectors (KIP-618).
+
+With ``exactly.once.source.support=enabled`` on the worker (distributed mode only, as Kafka),
+every source task gets a transactional producer, ``transactional.id`` =
+``${group.id}-${connector}-${task}``, and writes its records *and* their source offsets (to the
+connector's offsets topic) in one transaction. A transaction ends per ``poll()`` batch, per
+``transaction.boundary.interval.ms``, or where the task says through its
+:class:`~connect.api.TransactionContext` (``transaction.boundary``). A crash leaves an open
+transaction that the next ``InitProducerId`` of the same transactional id aborts, so readers with
+``read_committed`` see every record once, and the task resumes from the offsets committed with
+them.
+
+Zombies: before a task of a new generation of task configs starts, the leader fences the
+transactional ids of the previous generation (one ``InitProducerId`` each, which aborts their open
+transactions and bumps their epoch) and writes the connector's task-count record
+(``tasks-fencing-<connector>``) to the config topic, as Kafka's ``fenceZombies`` round. A task that
+moves to another worker (a worker paused past its session timeout) keeps its transactional id, so
+its new owner's ``InitProducerId`` fences the old owner.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from aiokafka import AIOKafkaProducer
+
+from connect.api import (
+    ConnectException,
+    ConnectorTransactionBoundaries,
+    ExactlyOnceSupport,
+    SourceConnector,
+    SourceTask,
+    TransactionBoundary,
+    TransactionContext,
+)
+from connect.config_def import ConfigException
+from connect.runtime import clients
+from connect.runtime.config import (
+    EXACTLY_ONCE_SUPPORT,
+    OFFSETS_TOPIC,
+    TRANSACTION_BOUNDARY,
+    TRANSACTION_BOUNDARY_INTERVAL,
+)
+from connect.runtime.offsets import offset_key
+from connect.runtime.source_task import WorkerSourceTask, _client_overrides
+
+if TYPE_CHECKING:
+    from connect.runtime.config import WorkerConfig
+    from connect.runtime.errors import ErrorHandler
+
+log = logging.getLogger("connect.exactly_once")
+
+TASK_COUNT_PREFIX = "tasks-fencing-"  # Kafka's KafkaConfigBackingStore.TASK_COUNT_RECORD_PREFIX
+
+# DistributedHerder.validateSourceConnectorExactlyOnceSupport / ...TransactionBoundary messages.
+NO_PREFLIGHT = (
+    "The connector does not implement the API required for preflight validation of "
+    "exactly-once source support. Please consult the documentation for the connector to "
+    "determine whether it supports exactly-once semantics, and then consider reconfiguring the "
+    "connector to use the value \"requested\" for this property (which will disable this "
+    "preflight check and allow the connector to be created).")
+UNSUPPORTED = "The connector does not support exactly-once semantics with the provided " \
+              "configuration."
+NO_BOUNDARIES = (
+    "The connector does not support connector-defined transaction boundaries with the given "
+    "configuration. Please reconfigure it to use a different transaction boundary definition.")
+
+
+def transactional_id(group_id: str | None, connector: str, task: int) -> str:
+    """Kafka's ``Worker.taskTransactionalId``: ``${group.id}-${connector}-${task}``."""
+    return f"{group_id}-{connector}-{task}"
+
+
+# -- validation ----------------------------------------------------------------------------------
+
+
+def validation_errors(worker: WorkerConfig, connector: SourceConnector,
+                      config: Mapping[str, Any], distributed: bool) -> list[tuple[str, str]]:
+    """(key, message) for every KIP-618 setting this worker cannot honour with this connector."""
+    problems: list[tuple[str, str]] = []
+    enabled = distributed and worker.exactly_once_source_enabled
+    support = str(config.get(EXACTLY_ONCE_SUPPORT) or "requested").strip().lower()
+    boundary = str(config.get(TRANSACTION_BOUNDARY) or "poll").strip().lower()
+    if not distributed and config.get(OFFSETS_TOPIC):
+        problems.append((OFFSETS_TOPIC, "offsets.storage.topic applies only in distributed mode "
+                         "(a standalone worker keeps offsets in offset.storage.file.filename)"))
+    if not enabled:
+        where = "the worker" if distributed else "a distributed worker (standalone mode does " \
+                                                 "not support exactly-once source connectors)"
+        if support == "required":
+            problems.append((EXACTLY_ONCE_SUPPORT, "exactly.once.support=required needs "
+                             f"exactly.once.source.support=enabled on {where}"))
+        for key in (TRANSACTION_BOUNDARY, TRANSACTION_BOUNDARY_INTERVAL):
+            if config.get(key) not in (None, ""):
+                problems.append((key, f"{key} applies only with exactly.once.source.support="
+                                      f"enabled on {where}"))
+        return problems
+    if config.get(TRANSACTION_BOUNDARY_INTERVAL) not in (None, "") and boundary != "interval":
+        problems.append((TRANSACTION_BOUNDARY_INTERVAL, "transaction.boundary.interval.ms "
+                         "applies only with transaction.boundary=interval"))
+    if support == "required":
+        try:
+            answer = connector.exactly_once_support(dict(config))
+        except Exception as exc:
+            problems.append((EXACTLY_ONCE_SUPPORT, "An unexpected error occurred during "
+                             f"validation: {exc}"))
+        else:
+            if answer is None:
+                problems.append((EXACTLY_ONCE_SUPPORT, NO_PREFLIGHT))
+            elif str(answer).upper() != ExactlyOnceSupport.SUPPORTED:
+                problems.append((EXACTLY_ONCE_SUPPORT, UNSUPPORTED))
+    if boundary == "connector":
+        try:
+            answer = connector.can_define_transaction_boundaries(dict(config))
+        except Exception as exc:
+            problems.append((TRANSACTION_BOUNDARY, "An unexpected error occurred during "
+                             f"validation: {exc}"))
+        else:
+            if answer is not True and str(answer).upper() != \
+                    ConnectorTransactionBoundaries.SUPPORTED:
+                problems.append((TRANSACTION_BOUNDARY, NO_BOUNDARIES))
+    return problems
+
+
+def refuse_in_standalone(worker: WorkerConfig) -> str | None:
+    """The one line a standalone worker gives for exactly-once settings it cannot honour."""
+    if worker.exactly_once_source_support != "disabled":
+        return (f"exactly.once.source.support={worker.exactly_once_source_support}: exactly-once "
+                "source connectors need distributed mode (as in Kafka Connect); run "
+                "'streams connect distributed' or remove the key")
+    return None
+
+
+# -- metrics -------------------------------------------------------------------------------------
+
+
+class TransactionMetrics:
+    """``transaction-size-{avg,min,max}`` of ``source-task-metrics`` (records per committed
+    transaction), over Kafka's default metrics window (2 samples of 30 s)."""
+
+    WINDOW_S = 60.0
+
+    def __init__(self) -> None:
+        self.size = 0
+        self._sizes: deque[tuple[float, int]] = deque()
+
+    def add_records(self, count: int) -> None:
+        self.size += count
+
+    def aborted(self) -> None:
+        self.size = 0
+
+    def committed(self) -> None:
+        now = time.monotonic()
+        self._sizes.append((now, self.size))
+        self.size = 0
+        while self._sizes and self._sizes[0][0] < now - self.WINDOW_S:
+            self._sizes.popleft()
+
+    def stats(self) -> tuple[float, int, int] | None:
+        """(avg, min, max) of the window, None before the first commit in it."""
+        now = time.monotonic()
+        sizes = [size for at, size in list(self._sizes) if at >= now - self.WINDOW_S]
+        if not sizes:
+            return None
+        return sum(sizes) / len(sizes), min(sizes), max(sizes)
+
+
+# -- the task ------------------------------------------------------------------------------------
+
+
+class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
+    """A source task whose records and offsets go to Kafka in the same transactions."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        config = self.connector_config
+        self.boundary = TransactionBoundary(
+            str(config.get(TRANSACTION_BOUNDARY) or "poll").strip().lower())
+        interval = config.get(TRANSACTION_BOUNDARY_INTERVAL)
+        self.interval_s = (int(interval) if interval not in (None, "") else
+                           self.env.worker.offset_flush_interval_ms) / 1000
+        self.transactions = TransactionContext() \
+            if self.boundary is TransactionBoundary.CONNECTOR else None
+        self.transaction_metrics = TransactionMetrics()
+        self.transactional_id = transactional_id(self.env.worker.group_id, self.id.connector,
+                                                 self.id.task)
+        self.in_transaction = False
+        self.pending_offsets: dict[str, tuple[dict, dict | None]] = {}
+        self._last_commit = time.monotonic()
+        self._failed = False
+
+    # -- set-up --------------------------------------------------------------------------------
+    async def _before_producer(self) -> None:
+        fencing: Callable[[str], Awaitable[None]] | None = self.env.extra.get("fencing")
+        if fencing is None:
+            raise ConnectException("exactly-once source tasks need a distributed worker "
+                                   "(no zombie fencing here)")
+        await fencing(self.id.connector)
+
+    def _make_producer(self) -> Any:
+        overrides = _client_overrides(self, "producer")
+        if str(overrides.get("enable.idempotence", "true")).lower() != "true":
+            raise ConfigException("enable.idempotence=false cannot be used when "
+                                  "exactly.once.source.support=enabled (transactions need it)")
+        return clients.producer(self.env.worker.bootstrap_servers, overrides,
+                                client_id=f"connector-producer-{self.id}",
+                                enable_idempotence=True, transactional_id=self.transactional_id)
+
+    def _transaction_context(self) -> TransactionContext | None:
+        return self.transactions
+
+    async def _learn_topic(self, topic: str) -> None:
+        if self.offsets is not None and topic == self.offsets.topic:
+            # Kafka's rule: its own open transaction would block the task's next offset read.
+            raise ConnectException("Source tasks may not produce to their own offsets topics "
+                                   "when exactly-once support is enabled")
+        await super()._learn_topic(topic)
+
+    # -- the loop ------------------------------------------------------------------------------
+    async def _loop(self, task: SourceTask, chain: Any, converters: Any,
+                    errors: ErrorHandler) -> None:
+        self._commit_record = task.commit_record \
+            if type(task).commit_record is not SourceTask.commit_record else None
+        self._source_task = task
+        self._last_commit = time.monotonic()
+        try:
+            while not self.stopping:
+                await self.wait_resumed()
+                if self.stopping:
+                    break
+                records = await self.call(task.poll)
+                if records:
+                    self.records_polled += len(records)
+                    await self._dispatch(records, chain, converters, errors)
+                elif not self.stopping:
+                    await asyncio.sleep(0.01)
+                await self._batch_boundary()
+        except BaseException:
+            self._failed = True
+            raise
+
+    async def _dispatch(self, records: list, chain: Any, converters: Any,
+                        errors: ErrorHandler) -> None:
+        """Send a poll's records in the open transaction and note their offsets; commit or
+        abort after a record the task named in its TransactionContext."""
+        context = self.transactions
+        if context is None or not context.has_record_requests():
+            await self._send_in_transaction(records, chain, converters, errors)
+            return
+        start = 0
+        for i, record in enumerate(records):
+            request = context.take_record_request(record)
+            if request is None:
+                continue
+            await self._send_in_transaction(records[start:i + 1], chain, converters, errors)
+            start = i + 1
+            if request == "abort":
+                await self._abort()
+            await self._commit()
+        if start < len(records):
+            await self._send_in_transaction(records[start:], chain, converters, errors)
+
+    async def _send_in_transaction(self, records: list, chain: Any, converters: Any,
+                                   errors: ErrorHandler) -> None:
+        if not records:
+            return
+        await self._begin()
+        sent = await self._send_all(records, chain, converters, errors)
+        self.transaction_metrics.add_records(sent)
+        pending = self.pending_offsets
+        for record in records:  # dispatched or dropped: either way not to be read again
+            partition, offset = record.source_partition, record.source_offset
+            if partition is not None and offset is not None:
+                pending[self._key_of(partition)] = (partition, offset)
+
+    async def _batch_boundary(self) -> None:
+        if self.boundary is TransactionBoundary.POLL:
+            await self._commit()
+        elif self.boundary is TransactionBoundary.INTERVAL:
+            if time.monotonic() >= self._last_commit + self.interval_s:
+                await self._commit()
+                self._last_commit = time.monotonic()
+        else:
+            assert self.transactions is not None
+            request = self.transactions.take_batch_request()
+            if request == "abort":
+                await self._abort()
+                await self._commit()
+            elif request == "commit":
+                await self._commit()
+
+    # -- transactions --------------------------------------------------------------------------
+    async def _begin(self) -> None:
+        if not self.in_transaction:
+            await self.producer.begin_transaction()
+            self.in_transaction = True
+
+    async def _commit(self) -> None:
+        """Flush the records, write the offsets, commit: all of it or (on a crash) none."""
+        if not self.in_transaction and not self.pending_offsets:
+            return
+        await self._begin()  # after an abort, the offsets still need a transaction
+        await self.collector.flush()
+        offsets = list(self.pending_offsets.values())
+        assert self.offsets is not None and self.offsets.topic
+        topic = self.offsets.topic
+        for partition, offset in offsets:
+            key = offset_key(self.id.connector, partition).encode()
+            value = None if offset is None else json.dumps(dict(offset), sort_keys=True).encode()
+            await self.producer.send(topic, key=key, value=value)
+        try:
+            await self.producer.commit_transaction()
+        except Exception as exc:
+            self.commits_failed += 1
+            raise ConnectException(f"Failed to flush offsets and/or records for task {self.id}: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+        finally:
+            self.in_transaction = False
+        self.pending_offsets = {}
+        self.offsets.applied(self.id.connector, offsets)
+        self.transaction_metrics.committed()
+        self.commits_ok += 1
+        self._collect_acked()  # every batch is acknowledged now: commit_record per record
+        self.acked = {}  # written above, inside the transaction
+        await self.call(self._source_task.commit)
+
+    async def _abort(self) -> None:
+        """Drop the open transaction's records (the task asked to); their offsets stay pending."""
+        if not self.in_transaction:
+            return
+        await self.collector.flush()
+        futures = [f for _r, f, _i in self.outstanding if f is not None]
+        await asyncio.gather(*futures, return_exceptions=True)
+        await self.producer.abort_transaction()
+        self.in_transaction = False
+        self.transaction_metrics.aborted()
+        outstanding, self.outstanding = self.outstanding, deque()
+        if self._commit_record is not None:
+            for record, _future, _index in outstanding:
+                self._commit_record(record, None)
+
+    async def on_pause(self) -> None:
+        """Commit before idling, so a paused task holds no transaction open (Kafka's onPause)."""
+        await self._final_transaction()
+
+    async def _final_transaction(self) -> None:
+        if self.boundary is TransactionBoundary.CONNECTOR:
+            assert self.transactions is not None
+            request = self.transactions.take_batch_request()
+            if request == "commit":
+                await self._commit()
+                return
+            if request == "abort":
+                await self._abort()
+                await self._commit()
+                return
+            await self._abort()  # no boundary requested: nothing of it may become visible
+            return
+        await self._commit()
+
+    async def _final_flush(self, task: SourceTask) -> None:
+        if self.producer is None or self.collector is None:
+            return
+        if self._failed or not hasattr(self, "_source_task"):
+            return  # Kafka's finalOffsetCommit: nothing of a failed or cancelled task commits
+        try:
+            await self._final_transaction()
+        except Exception as exc:
+            log.error("task %s: final transaction failed at stop: %s", self.id, exc)
+
+
+def runner_class(worker: WorkerConfig, default: type) -> type:
+    """The runner for a source task on this worker (Kafka's Worker.startTask choice)."""
+    return ExactlyOnceWorkerSourceTask if worker.exactly_once_source_enabled else default
+
+
+# -- zombie fencing ------------------------------------------------------------------------------
+
+
+async def fence_producers(worker: WorkerConfig, transactional_ids: list[str]) -> None:
+    """Admin.fenceProducers: an ``InitProducerId`` for each id, which aborts its open transaction
+    and bumps its epoch, so an older producer of that id can neither write nor commit."""
+    async def fence(tid: str) -> None:
+        producer = AIOKafkaProducer(**clients.base_kwargs(worker), transactional_id=tid,
+                                    enable_idempotence=True, client_id=f"connector-fencing-{tid}")
+        await producer.start()  # InitProducerId
+        await producer.stop()
+
+    await asyncio.gather(*(fence(tid) for tid in transactional_ids))
+
+
+class ZombieFencing:
+    """The config topic's task-count records and the fencing round (the leader's part).
+
+    ``pending``: connectors whose latest task configs came after their latest task-count record,
+    so older generations of their tasks may still run somewhere (Kafka's ``pendingFencing``).
+    """
+
+    def __init__(self, worker: WorkerConfig) -> None:
+        self.worker = worker
+        self.task_counts: dict[str, int] = {}
+        self.pending: set[str] = set()
+        self._locks: dict[str, asyncio.Lock] = {}
+
+    def apply(self, key: str, value: Any) -> None:
+        """Follow one config-topic record (in topic order)."""
+        if key.startswith(TASK_COUNT_PREFIX):
+            name = key[len(TASK_COUNT_PREFIX):]
+            if value is None:
+                self.task_counts.pop(name, None)
+            else:
+                with contextlib.suppress(TypeError, ValueError):
+                    self.task_counts[name] = int(value.get("task-count"))
+                self.pending.discard(name)
+        elif key.startswith("commit-"):
+            self.pending.add(key[len("commit-"):])
+        elif key.startswith("connector-") and value is None:
+            name = key[len("connector-"):]
+            self.pending.discard(name)
+            self.task_counts.pop(name, None)
+
+    async def fence(self, name: str, task_count: int, read_to_end: Callable[[], Awaitable[None]],
+                    write: Callable[[str, Any], Awaitable[None]]) -> None:
+        """The leader's round for ``name`` (DistributedHerder.fenceZombieSourceTasks)."""
+        lock = self._locks.setdefault(name, asyncio.Lock())
+        async with lock:
+            await read_to_end()
+            if name not in self.pending:
+                return  # the latest task configs were fenced for already
+            previous = self.task_counts.get(name)
+            # No record: no transactional producer ever ran for it. One task before and one now:
+            # the new task's own InitProducerId fences the old one.
+            if previous is not None and not (previous == 1 and task_count == 1):
+                ids = [transactional_id(self.worker.group_id, name, i) for i in range(previous)]
+                log.info("fencing out %d task producers of source connector %s", previous, name)
+                await fence_producers(self.worker, ids)
+            await write(f"{TASK_COUNT_PREFIX}{name}", {"task-count": task_count})
+
+
+async def request_fencing(leader_url: Callable[[], str | None], name: str,
+                          timeout: float = 60.0) -> None:
+    """A worker's task needs a round: ask the leader (``PUT /connectors/{name}/fence``)."""
+    from aiohttp import ClientSession, ClientTimeout
+
+    deadline = time.monotonic() + timeout
+    last = "no leader known"
+    while time.monotonic() < deadline:
+        url = leader_url()
+        if url:
+            try:
+                async with ClientSession(timeout=ClientTimeout(total=30)) as session, \
+                        session.put(f"{url.rstrip('/')}/connectors/{name}/fence") as response:
+                    if response.status < 300:
+                        return
+                    last = f"HTTP {response.status}: {(await response.text())[:300]}"
+                    if response.status in (400, 404):
+                        break
+            except Exception as exc:  # the leader may be moving: retry until the deadline
+                last = f"{type(exc).__name__}: {exc}"
+        await asyncio.sleep(0.5)
+    raise ConnectException(f"zombie fencing for connector {name} failed: {last}")
