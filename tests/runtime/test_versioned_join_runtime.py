@@ -1,0 +1,131 @@
+"""A stream-table join against a versioned table with a grace period (KIP-889/914/923), on
+4 partitions and 2 processes, with one process stopped while stream records wait in the grace
+buffers: the other restores its versioned stores and buffers from their changelogs and the
+output is exactly the oracle's, every order priced as of its own time.
+
+Timeline (event time, T = a recent day): prices p0..p39 get versions at T, T+1s .. T+4s, sent
+out of order; batch 1 (200 orders between T and T+5s) waits in the buffers until one flush
+order per partition at T+10s releases it. Batch 2 (200 orders at T+20s..T+21s) is followed by
+late prices at T+19.5s for p0..p19, which the buffered orders must see; then instance b stops,
+a takes its tasks over, and a flush at T+40s releases batch 2.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from helpers import RECENT_TS, wait_until
+
+from .kafka_io import create_topics, produce, read_all
+
+SCRIPT = Path(__file__).with_name("versioned_join_app.py")
+APP_ID = "versioned-join-app"
+PRICES_CHANGELOG = f"{APP_ID}-prices-store-changelog"
+BUFFER_CHANGELOG = f"{APP_ID}-KSTREAM-JOIN-0000000003-Buffer-changelog"
+PARTITIONS = 4
+PRODUCTS = [f"p{i}" for i in range(40)]
+T = RECENT_TS
+
+
+class App:
+    """One instance of versioned_join_app.py in its own process."""
+
+    def __init__(self, bootstrap: str, state_dir: Path, log: Path) -> None:
+        self.state_dir = state_dir
+        self.log = log
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(Path(__file__).parents[2]))
+        with open(log, "w") as out:
+            self.proc = subprocess.Popen([sys.executable, str(SCRIPT), bootstrap, str(state_dir)],
+                                         stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+    def owns_tasks(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
+        return "STATE RUNNING" in self.output() and any((self.state_dir / APP_ID).glob("*_*"))
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+
+
+def encode(records: list[tuple[str, str, int]]) -> list[tuple[bytes, bytes, int]]:
+    return [(k.encode(), v.encode(), ts) for k, v, ts in records]
+
+
+def price_as_of(versions: dict[str, list[tuple[int, str]]], product: str, ts: int) -> str:
+    return max((v for v in versions[product] if v[0] <= ts), key=lambda v: v[0])[1]
+
+
+def flush(bootstrap: str, ts: int) -> None:
+    """One order per partition for a product without a price: it joins nothing, but moves
+    every task's stream time past the buffered orders' grace."""
+    for partition in range(PARTITIONS):
+        produce(bootstrap, "orders", [(b"no-such-product", b"flush", ts)], partition=partition)
+
+
+def count(bootstrap: str, topic: str, at_least: int, puts_only: bool = False) -> None:
+    def enough(records: list) -> bool:
+        return sum(1 for r in records if r.value is not None or not puts_only) >= at_least
+
+    read_all(bootstrap, topic, until=enough, timeout=120, quiet=0)
+
+
+def test_versioned_join_with_grace_on_four_partitions_and_two_processes(broker,
+                                                                        tmp_path) -> None:
+    bootstrap = broker.bootstrap
+    create_topics(bootstrap, {"prices": PARTITIONS, "orders": PARTITIONS,
+                              "priced": PARTITIONS})
+    versions: dict[str, list[tuple[int, str]]] = {p: [] for p in PRODUCTS}
+    price_records = []
+    for v in (0, 1, 3, 2, 4):  # version 2 arrives after version 3
+        for p in PRODUCTS:
+            versions[p].append((T + 1000 * v, f"{p}-v{v}"))
+            price_records.append((p, f"{p}-v{v}", T + 1000 * v))
+    batch1 = [(PRODUCTS[i % 40], f"o{i}", T + 1 + (i * 37) % 4999) for i in range(200)]
+    batch2 = [(PRODUCTS[i % 40], f"o{i}", T + 20_000 + (i * 53) % 1000)
+              for i in range(200, 400)]
+    late = [(p, f"{p}-v5", T + 19_500) for p in PRODUCTS[:20]]
+    for p, value, ts in late:
+        versions[p].append((ts, value))
+    expected = sorted((p, f"{o}@{price_as_of(versions, p, ts)}", ts)
+                      for p, o, ts in batch1 + batch2)
+
+    apps = [App(bootstrap, tmp_path / f"state-{n}", tmp_path / f"app-{n}.log") for n in "ab"]
+    try:
+        wait_until(lambda: all(app.owns_tasks() for app in apps), timeout=90,
+                   message="both instances RUNNING with tasks")
+        produce(bootstrap, "prices", encode(price_records))
+        count(bootstrap, PRICES_CHANGELOG, len(price_records))
+        produce(bootstrap, "orders", encode(batch1))
+        flush(bootstrap, T + 10_000)
+        read_all(bootstrap, "priced", until=lambda rs: len(rs) >= len(batch1), timeout=120)
+
+        produce(bootstrap, "orders", encode(batch2))
+        produce(bootstrap, "prices", encode(late))
+        count(bootstrap, PRICES_CHANGELOG, len(price_records) + len(late))
+        # batch 2 waits in the buffers (changelogged) of both instances; then b goes away
+        count(bootstrap, BUFFER_CHANGELOG, len(batch1) + len(batch2) + PARTITIONS,
+              puts_only=True)
+        apps[1].stop()
+        assert "CLOSED" in apps[1].output(), apps[1].output()
+        flush(bootstrap, T + 40_000)
+        records = read_all(bootstrap, "priced", timeout=120,
+                           until=lambda rs: len(rs) >= len(expected))
+    finally:
+        for app in apps:
+            app.stop()
+    got = sorted((r.key.decode(), r.value.decode(), r.timestamp) for r in records)
+    assert got == expected
+    assert "CLOSED" in apps[0].output(), apps[0].output()
