@@ -205,7 +205,18 @@ class TopologyTestDriver:
         raise KeyError(f"no state store named {name!r} in this topology")
 
     def get_key_value_store(self, name: str) -> Any:
-        return self.get_state_store(name)
+        store = self.get_state_store(name)
+        if getattr(store, "versioned", False):  # as Kafka's driver refuses it
+            raise TypeError(f"store {name!r} is a versioned key-value store and should be "
+                            "accessed via get_versioned_key_value_store()")
+        return store
+
+    def get_versioned_key_value_store(self, name: str) -> Any:
+        """A versioned store (KIP-889): ``get(key)``, ``get(key, as_of_timestamp)``."""
+        store = self.get_state_store(name)
+        if not getattr(store, "versioned", False):
+            raise TypeError(f"store {name!r} is not a versioned key-value store")
+        return store
 
     def get_window_store(self, name: str) -> Any:
         return self.get_state_store(name)

@@ -192,7 +192,10 @@ def test_versioned_table_changelog_and_buffer_changelog() -> None:
         # two puts, then o2's eviction (a tombstone) once stream time reached 2 + 5
         assert [r.value is None for r in buffered.read_records_to_list()] == [
             False, False, True]
-        assert driver.get_state_store("prices").get("a", 2) == VersionedRecord("1", 1, 3)
+        versioned = driver.get_versioned_key_value_store("prices")
+        assert versioned.get("a", 2) == VersionedRecord("1", 1, 3)
+        with pytest.raises(TypeError, match="get_versioned_key_value_store"):
+            driver.get_key_value_store("prices")
         out = driver.create_output_topic("out", S, S)
         assert [(r.key, r.value) for r in out.read_records_to_list()] == [("a", "a:o2@1")]
 
@@ -223,3 +226,36 @@ def test_refusals_name_the_problem() -> None:
             Stores.persistent_versioned_key_value_store("counts", 10)))
     with pytest.raises(TypeError, match="versioned store supplier"):
         Materialized.as_(Stores.persistent_window_store("w", 10, 5))
+
+
+def test_processor_api_versioned_store_from_the_builder() -> None:
+    """A Processor API processor keeps a versioned store; reads as of each record's time."""
+    from streams import Processor, Record, Topology
+
+    class AsOf(Processor):
+        def init(self, context):  # noqa: ANN001, ANN202
+            super().init(context)
+            self.store = context.get_state_store("hist")
+
+        def process(self, record: Record) -> None:
+            if record.value.startswith("set:"):
+                self.store.put(record.key, record.value[4:], record.timestamp)
+                return
+            found = self.store.get(record.key, record.timestamp)
+            self.context.forward(record.with_value(None if found is None else found.value))
+
+    topology = Topology()
+    topology.add_source("src", "in", key_serde=S, value_serde=S)
+    topology.add_processor("asof", AsOf, "src")
+    topology.add_state_store(Stores.versioned_key_value_store_builder(
+        Stores.in_memory_versioned_key_value_store("hist", 1000), S, S), "asof")
+    topology.add_sink("out", "out", "asof", key_serde=S, value_serde=S)
+    with TopologyTestDriver(topology, dict(CONFIG), initial_wall_clock_time=0) as driver:
+        topic = driver.create_input_topic("in", S, S)
+        for value, ts in (("set:x", 10), ("set:y", 20), ("get", 15), ("get", 25), ("get", 5),
+                          ("set:w", 12), ("get", 15)):
+            topic.pipe_input("k", value, timestamp=ts)
+        out = driver.create_output_topic("out", S, S).read_records_to_list()
+        assert [r.value for r in out] == ["x", "y", None, "w"]
+        assert driver.get_versioned_key_value_store("hist").get("k") == VersionedRecord(
+            "y", 20, None)
