@@ -80,7 +80,6 @@ def versioned_stream_table_join(stream: KStream, table: KTable, store: str,
             raise ValueError(f"{join_name}: the table's history retention ({history} ms) must "
                              f"be at least the join's grace period ({grace_period_ms} ms)")
         buffer_name = f"{join_name}-Buffer"
-        # Kafka's buffer takes the default serdes; the stream's own are right for any values
         buffer = StoreBuilder(buffer_name, "join-buffer", key_serde or stream.key_serde,
                               value_serde or stream.value_serde, "rocksdb",
                               retention_ms=grace_period_ms)

@@ -282,6 +282,12 @@ def versioned() -> list[Case]:
             name = f"versioned-{history}-stream-table-{kind}" + (
                 "" if grace is None else f"-grace-{grace}")
             cases.append({"name": name, "ops": ops, "input": _VERSIONED_INPUT})
+    ops = [op("l", "stream", topic="left", vt="l"),
+           op("r", "table", topic="right", store="versioned", versioned=100),
+           op("j", "left_join", "l", other="r", fn="concat", grace=10), *sink("j")]
+    longs = [dict(r, value=None if r["value"] is None else len(r["value"]))
+             if r["topic"] == "left" else r for r in _VERSIONED_INPUT]
+    cases.append({"name": "versioned-grace-buffer-long-values", "ops": ops, "input": longs})
     ops = [op("l", "table", topic="left", store="vl", versioned=25),
            op("r", "table", topic="right", store="plain"),
            op("j", "left_join", "l", other="r", fn="concat", store="tj"),
