@@ -30,7 +30,7 @@ CONNECTORS = {
 CLIENT_PREFIXES = ("producer.", "consumer.", "admin.")
 # Worker keys a flow's embedded worker takes from the top level (Kafka's workerConfig).
 WORKER_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.converter",
-                   "value.converter", "header.converter", "task", "worker", "offset.flush",
+                   "value.converter", "header.converter", "task.", "worker", "offset.flush",
                    "session.timeout.ms", "heartbeat.interval.ms", "rebalance.timeout.ms",
                    "exactly.once.source.support", "metrics.listener", "scheduled.rebalance")
 _FLOW = re.compile(r"^(?P<source>[^.>]+?)->(?P<target>[^.]+)\.(?P<key>.+)$")
