@@ -174,8 +174,8 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
         return None if fk is None else self.fk_serde.serialize(self.left_store_name, fk)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
-        if record.key is None:
-            return
+        if record.key is None or not record.value.is_latest:
+            return  # KIP-914: an out-of-order update of a versioned table subscribes nothing
         new, old = record.value.new, record.value.old
         if new is None and old is None:
             return

@@ -143,9 +143,9 @@ def _from_supplier(supplier: StoreSupplier, kind: str, builder_name: str,
                    key_serde: Serde[Any] | None, value_serde: Serde[Any] | None,
                    timestamped: bool) -> StoreBuilder:
     if not isinstance(supplier, StoreSupplier) or supplier.kind != kind:
+        store = f"{kind}_key_value_store" if kind == "versioned" else f"{kind}_store"
         raise TypeError(f"Stores.{builder_name} takes a {kind} store supplier "
-                        f"(Stores.persistent_{kind}_store / in_memory_{kind}_store), got "
-                        f"{supplier!r}")
+                        f"(Stores.persistent_{store} / in_memory_{store}), got {supplier!r}")
     return StoreBuilder(supplier.name, kind, key_serde, value_serde, supplier.store_type,
                         timestamped=timestamped, retention_ms=supplier.retention_ms,
                         window_size_ms=supplier.window_size_ms,

@@ -299,6 +299,27 @@ def versioned() -> list[Case]:
                for r in _VERSIONED_INPUT]
     cases.append({"name": "versioned-table-ignores-out-of-order-downstream", "ops": ops,
                   "input": swapped})
+    fk_versioned = [rec("right", "a", "Apple", 1), rec("right", "b", "Berry", 2),
+                    rec("left", "x1", "apple", 3), rec("left", "x2", "bean", 6),
+                    rec("right", "a", "Avocado", 9), rec("right", "a", "Acorn", 5),
+                    rec("left", "x1", "bread", 8), rec("left", "x1", "almond", 4),
+                    rec("left", "x2", "avocado", 10), rec("right", "b", None, 7),
+                    rec("right", "b", "Bean", 12), rec("left", "x3", "bun", 11)]
+    for kind in ("join", "left_join"):
+        ops = [op("l", "table", topic="left", store="vl", versioned=50),
+               op("r", "table", topic="right", store="vr", versioned=50),
+               op("j", kind, "l", other="r", fn="concat", fk="first-char", store="fk"),
+               op("js", "to_stream", "j"), *sink("js")]
+        cases.append({"name": f"versioned-fk-{kind}", "ops": ops, "input": fk_versioned})
+    ops = [op("s", "stream", topic="in"), op("k", "select_key", "s", fn="first-char"),
+           op("t", "to_table", "k", store="latest", versioned=20),
+           op("ts", "to_stream", "t"), *sink("ts"),
+           op("o", "stream", topic="orders"),
+           op("j", "join", "o", other="t", fn="concat", grace=5), *sink("j", "joined")]
+    orders = [rec("orders", k, f"o{ts}", ts) for k, ts in
+              (("a", 6), ("b", 13), ("a", 26), ("c", 3), ("a", 50), ("b", 44))]
+    cases.append({"name": "versioned-to-table-after-repartition", "ops": ops,
+                  "input": word_input() + orders})
     ops = [op("s", "stream", topic="in"), op("m", "map_values", "s", fn="upper", keyed=True),
            *sink("m"), op("t", "table", topic="tin"),
            op("tm", "map_values", "t", fn="len", keyed=True), op("ts", "to_stream", "tm"),

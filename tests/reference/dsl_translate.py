@@ -225,6 +225,10 @@ class _Builder:
         if name == "to":
             src.to(op["topic"], key_serde=Serdes.string(), value_serde=serde(in_vt))
             return None
+        if name == "to_table" and op.get("versioned"):  # KIP-889
+            supplier = Stores.persistent_versioned_key_value_store(op["store"], op["versioned"])
+            return src.to_table(Materialized.as_(supplier).with_key_serde(Serdes.string())
+                                .with_value_serde(serde(vt)))
         if name == "to_table":
             return src.to_table(_mat(op, vt))
         if name == "to_stream":

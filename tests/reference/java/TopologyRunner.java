@@ -237,7 +237,14 @@ public final class TopologyRunner {
             case "to":
                 ((KStream) from).to(op.get("topic").asText(), Produced.with(Serdes.String(), serde(inVt)));
                 return null;
-            case "to_table": return ((KStream) from).toTable(mat(op, vt));
+            case "to_table":
+                if (op.has("versioned")) {  // KIP-889: a versioned table
+                    Materialized vm = Materialized.as(Stores.persistentVersionedKeyValueStore(op.get("store").asText(),
+                        Duration.ofMillis(op.get("versioned").asLong())));
+                    vm = vm.withKeySerde((Serde) Serdes.String()).withValueSerde((Serde) serde(vt));
+                    return ((KStream) from).toTable(vm);
+                }
+                return ((KStream) from).toTable(mat(op, vt));
             case "to_stream":
                 return op.path("windowed").asBoolean() ? ((KTable) from).toStream((k, v) -> windowedKey(k))
                                                        : ((KTable) from).toStream();
