@@ -15,6 +15,7 @@ import pytest
 
 from .faults import Schedule
 from .harness import run_scenario
+from .pause_feed import PausePlan, run_pause_feed
 from .soak import plan_run
 
 # (scenario, guarantee, cache bytes, faults, seed): every operator family, every fault kind,
@@ -88,3 +89,23 @@ def test_a_soak_seed_that_once_failed(tmp_path: Path, seed: int) -> None:
     print(result.report())
     assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m tests.faults.soak "
                        f"--seed {seed} --standbys 0 --minutes 0")
+
+
+# The pause scenario of issue [15], kept short: input flows without a break while both
+# instances are paused in turn past the session timeout; every key's final count (read
+# read_committed) must equal the records sent for it. The full shape (10 runs, 14 s pauses,
+# three rounds) is `python -m tests.faults.pause_feed --runs 10`.
+CI_PAUSE_FEED = PausePlan(seed=7, keys=50, batch=100, interval_s=0.25, rounds=1, hold_s=8.0,
+                          gap_s=1.0, settle=False)
+
+
+@pytest.mark.slow
+@pytest.mark.on_kafka
+@pytest.mark.timeout(420)
+def test_counts_survive_pauses_while_input_flows(tmp_path: Path, kafka_kind: str) -> None:
+    result = run_pause_feed(CI_PAUSE_FEED, tmp_path, kafka_kind)
+    print(result.report())
+    assert result.records_sent > 0 and result.pauses == 2
+    assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m "
+                       f"tests.faults.pause_feed --seed 7 --keys 50 --batch 100 --rounds 1 "
+                       f"--hold 8 --gap 1 --no-settle --kafka {kafka_kind}")
