@@ -50,6 +50,7 @@ from .assignor import MemberInfo, StreamsPartitionAssignor
 from .committer import Committer, TaskMigrated
 from .generation import ClientGeneration, build_producer
 from .globals import GlobalStores
+from .partitioner_check import PartitionerCheck
 from .state_updater import StateUpdater
 from .statedir import StateDirectory
 from .task_manager import TaskManager
@@ -97,6 +98,7 @@ class StreamThread:
         self.layout: TopicLayout | None = None
         self.admin: AIOKafkaAdminClient | None = None
         self.globals: GlobalStores | None = None
+        self.partitioner_check: PartitionerCheck | None = None
         self.gen: ClientGeneration | None = None
         self.generations = 0
         # Bumped when a rebalance starts and when it ends: records are processed only by the
@@ -135,6 +137,9 @@ class StreamThread:
                     f"{reason or exc} (is the broker running, and is that its address?)") from exc
             self.layout = await ensure_internal_topics(
                 self.admin, self.topology, self.app_id, self.config.replication_factor)
+            self.partitioner_check = PartitionerCheck(
+                self.layout.partitions, [t for t in self.layout.source_topics()
+                                         if t not in self.layout.internal])
             if self.topology.global_stores:
                 self.globals = GlobalStores(self.topology, self.task_config,
                                             self.config.client_kwargs("global.consumer"),
@@ -350,10 +355,13 @@ class StreamThread:
                          batch: dict[TopicPartition, list[Any]]) -> None:
         tasks = gen.tasks
         by_partition = tasks.by_partition
+        check = self.partitioner_check
         for tp, records in batch.items():
             task = by_partition.get((tp.topic, tp.partition))
             if task is not None:
                 task.add_batch(tp.topic, tp.partition, records)  # ConsumerRecords, uncopied
+                if check is not None:
+                    check.observe(tp.topic, tp.partition, records)
         if tasks.restoring and tasks.mark_restored() and not tasks.restoring:
             self.app._set_state("RUNNING")
         if self.globals is not None:
