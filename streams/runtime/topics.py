@@ -157,6 +157,9 @@ async def ensure_internal_topics(admin: Any, topology: Topology, app_id: str,
     existing = await describe_partitions(admin)
     layout = plan_layout(topology, app_id, existing)
     to_create = []
+    rf = replication_factor
+    if rf <= 0 and any(topic not in existing for topic in layout.internal):
+        rf = await broker_default_replication(admin)
     for topic, (_kind, configs) in sorted(layout.internal.items()):
         wanted = layout.partitions[topic]
         if topic in existing:
@@ -165,8 +168,6 @@ async def ensure_internal_topics(admin: Any, topology: Topology, app_id: str,
                     f"internal topic {topic} has {existing[topic]} partitions but the topology "
                     f"needs {wanted}; delete it (application reset) or restore the input topics")
             continue
-        # CreateTopics v3 (aiokafka's max) has no "broker default" (-1) replication factor.
-        rf = replication_factor if replication_factor > 0 else 1
         to_create.append(NewTopic(topic, wanted, rf, topic_configs=configs))
     if to_create:
         response = await admin.create_topics(to_create)
@@ -177,6 +178,26 @@ async def ensure_internal_topics(admin: Any, topology: Topology, app_id: str,
         log.info("created internal topics %s", ", ".join(t.name for t in to_create))
         await _wait_until_listed(admin, layout)
     return layout
+
+
+async def broker_default_replication(admin: Any) -> int:
+    """The cluster's ``default.replication.factor``: what ``replication.factor=-1`` (Kafka
+    Streams' default) means. CreateTopics v3, aiokafka's newest, cannot say "the broker's
+    default" (-1 came in v4), so we ask a broker for it; 1 if it will not tell."""
+    from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+    try:
+        node = next(iter(admin._client.cluster.brokers())).nodeId  # noqa: SLF001
+        responses = await admin.describe_configs([ConfigResource(
+            ConfigResourceType.BROKER, str(node), {"default.replication.factor": None})])
+        for response in responses:
+            for resource in response.to_object()["resources"]:
+                for entry in resource["config_entries"]:
+                    if entry["config_names"] == "default.replication.factor":
+                        return max(1, int(entry["config_value"]))
+    except Exception as exc:  # an old or restricted broker: Kafka's own default
+        log.info("cannot read the brokers' default.replication.factor (%r); using 1", exc)
+    return 1
 
 
 async def _wait_until_listed(admin: Any, layout: TopicLayout,
