@@ -35,6 +35,15 @@ KAFKA_SUITES := tests/runtime/test_zombie_runtime.py tests/runtime/test_crash_ru
 test-on-kafka: $(VENV)/.installed kafka-reference
 	$(PY) -m pytest -q -rfE --kafka=reference $(KAFKA_SUITES)
 
+# Apache Kafka as a 3-node KRaft cluster (python tests/reference/kafka.py cluster; replication
+# factor 3, min.insync.replicas 2): the fault harness's exactly_once_v2 scenarios while a node is
+# SIGKILLed and restarted (its partitions' leaders move), the pause-feed scenario, and the
+# internal topics' replication factor. Each test starts its own cluster (about 1 min).
+.PHONY: test-cluster
+test-cluster: $(VENV)/.installed kafka-reference
+	$(PY) -m pytest -q -rfE --kafka=cluster tests/runtime/test_cluster_runtime.py \
+		tests/faults/test_faults.py -k "cluster or pauses_while_input"
+
 # The protocol fuzzer (tests/fuzz) with a random seed for FUZZ_SECONDS; it prints the seed and
 # every failing frame (python -m tests.fuzz --seed S --seconds N reproduces a run).
 FUZZ_SECONDS ?= 180

@@ -8,7 +8,12 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from helpers import EmbeddedBroker, ReferenceKafka, reference_unavailable  # noqa: E402
+from helpers import (  # noqa: E402
+    EmbeddedBroker,
+    ReferenceCluster,
+    ReferenceKafka,
+    reference_unavailable,
+)
 
 TESTS = Path(__file__).parent
 # The suites that talk to the broker only through Kafka clients: with --kafka=reference their
@@ -20,10 +25,11 @@ SWITCHED = (TESTS / "runtime", TESTS / "faults", TESTS / "unit" / "test_kafka_in
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption(
-        "--kafka", choices=("bundled", "reference"), default="bundled",
+        "--kafka", choices=("bundled", "reference", "cluster"), default="bundled",
         help="the broker of the runtime suites (tests/runtime, tests/faults, "
-             "tests/unit/test_kafka_internals.py): our bundled broker (default) or Apache "
-             "Kafka from tests/reference/kafka.py (`make kafka-reference`), one per test")
+             "tests/unit/test_kafka_internals.py): our bundled broker (default), Apache "
+             "Kafka from tests/reference/kafka.py (`make kafka-reference`), one per test, or "
+             "a 3-node Apache Kafka cluster (replication factor 3, min.insync.replicas 2)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -38,9 +44,10 @@ def switched(path: Path) -> bool:
 
 @pytest.fixture(scope="session")
 def kafka_kind(request: pytest.FixtureRequest) -> str:
-    """``bundled`` or ``reference`` (--kafka); skips the test when Apache Kafka cannot run."""
+    """``bundled``, ``reference`` or ``cluster`` (--kafka); skips the test when Apache Kafka
+    cannot run."""
     kind = request.config.getoption("--kafka")
-    if kind == "reference":
+    if kind in ("reference", "cluster"):
         reason = reference_unavailable()
         if reason:
             pytest.skip(reason)
@@ -50,9 +57,13 @@ def kafka_kind(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def broker(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[EmbeddedBroker]:
     """A fresh broker with its own data directory, stopped after the test: our embedded broker,
-    or with --kafka=reference in the runtime suites a fresh Apache Kafka (same `.bootstrap`)."""
-    if switched(Path(request.path)) and request.getfixturevalue("kafka_kind") == "reference":
+    or with --kafka=reference (cluster) in the runtime suites a fresh Apache Kafka node (3-node
+    cluster), with the same `.bootstrap`."""
+    kind = request.getfixturevalue("kafka_kind") if switched(Path(request.path)) else "bundled"
+    if kind == "reference":
         instance = ReferenceKafka(tmp_path / "kafka").start()
+    elif kind == "cluster":
+        instance = ReferenceCluster(tmp_path / "kafka-cluster").start()
     else:
         instance = EmbeddedBroker(tmp_path / "broker").start()
     try:

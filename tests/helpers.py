@@ -37,15 +37,15 @@ def wait_until(condition: Callable[[], Any], timeout: float = 30.0, interval: fl
         time.sleep(interval)
 
 
-def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
-    """Create ``{topic: partitions}`` (replication 1) through the Kafka admin API."""
+def create_topics(bootstrap: str, topics: dict[str, int], replication: int = 1) -> None:
+    """Create ``{topic: partitions}`` through the Kafka admin API."""
     from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 
     async def run() -> None:
         admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
         await admin.start()
         try:
-            await admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()])
+            await admin.create_topics([NewTopic(t, n, replication) for t, n in topics.items()])
         finally:
             await admin.close()
 
@@ -234,6 +234,66 @@ class ReferenceKafka:
     def restart(self) -> ReferenceKafka:
         self.stop()
         return self.start()
+
+
+def free_port_block(size: int) -> int:
+    """A base port P with P .. P+size-1 all free, below Linux's ephemeral range (32768+), so
+    that no client connection takes one of them between this check and the bind."""
+    import random
+
+    for _ in range(200):
+        base = random.randrange(20_000, 32_000 - size)
+        try:
+            for port in range(base, base + size):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+        except OSError:
+            continue
+        return base
+    raise RuntimeError(f"no block of {size} free ports")
+
+
+class ReferenceCluster:
+    """A 3-node Apache Kafka cluster (tests/reference/kafka.py's KafkaCluster) with
+    ReferenceKafka's surface, plus ``kill_node``/``start_node`` for the broker-kill fault.
+    Topics default to replication factor 3, ``min.insync.replicas`` 2."""
+
+    replication = 3
+
+    def __init__(self, data_dir: Path, nodes: int = 3,
+                 properties: dict[str, object] | None = None) -> None:
+        from reference import kafka
+
+        self.cluster = kafka.KafkaCluster(nodes, free_port_block(2 * nodes), Path(data_dir),
+                                          {k: str(v) for k, v in (properties or {}).items()})
+
+    @property
+    def bootstrap(self) -> str:
+        return self.cluster.bootstrap
+
+    @property
+    def nodes(self) -> int:
+        return len(self.cluster.nodes)
+
+    def start(self) -> ReferenceCluster:
+        self.cluster.start()
+        return self
+
+    def stop(self) -> None:
+        self.cluster.stop()
+
+    def kill(self) -> None:
+        self.cluster.kill()
+
+    def restart(self) -> ReferenceCluster:
+        self.stop()
+        return self.start()
+
+    def kill_node(self, index: int) -> None:
+        self.cluster.nodes[index].kill()
+
+    def start_node(self, index: int) -> None:
+        self.cluster.start_node(index)
 
 
 def reference_unavailable(who: str = "--kafka=reference") -> str | None:

@@ -13,7 +13,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from helpers import BrokerProcess, ReferenceKafka, wait_until
+from helpers import BrokerProcess, ReferenceCluster, ReferenceKafka, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 START_TIMEOUT = 90.0  # a loaded 2-core machine starts a process slowly; success ends it early
@@ -106,13 +106,16 @@ class AppInstance:
 @dataclass
 class Cluster:
     """A broker subprocess and the scenario's app instances. ``kafka`` picks the broker: ours
-    (``bundled``) or Apache Kafka (``reference``); either restarts on the same data directory
-    and port, so broker_restart and broker_outage mean the same on both."""
+    (``bundled``), Apache Kafka (``reference``) or a 3-node Apache Kafka cluster (``cluster``,
+    replication factor 3, min.insync.replicas 2); each restarts on the same data directories
+    and ports, so broker_restart and broker_outage mean the same on all. ``kill_broker`` is a
+    crash: SIGKILL (on the cluster: of one node, whose partitions' leaders move), then a
+    restart."""
 
     workdir: Path
     app_args: list[str]
     kafka: str = "bundled"
-    broker: BrokerProcess | ReferenceKafka = field(init=False)
+    broker: BrokerProcess | ReferenceKafka | ReferenceCluster = field(init=False)
     instances: list[AppInstance] = field(default_factory=list)
     incidents: list[str] = field(default_factory=list)
 
@@ -120,6 +123,9 @@ class Cluster:
         settings = {"group.initial.rebalance.delay.ms": 0, "num.partitions": 4}
         if self.kafka == "reference":
             self.broker = ReferenceKafka(self.workdir / "kafka-data", properties=settings)
+            return
+        if self.kafka == "cluster":
+            self.broker = ReferenceCluster(self.workdir / "kafka-cluster", properties=settings)
             return
         config = self.workdir / "broker.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
@@ -135,6 +141,28 @@ class Cluster:
 
     def stop_broker(self) -> None:
         self.broker.stop()
+
+    @property
+    def replication(self) -> int:
+        """The replication factor of the topics the harness creates."""
+        return getattr(self.broker, "replication", 1)
+
+    def kill_broker(self, pick: int) -> int | None:
+        """SIGKILL a broker: on the cluster node ``pick % nodes`` (returned, for the restart),
+        otherwise the only one (None)."""
+        if isinstance(self.broker, ReferenceCluster):
+            node = pick % self.broker.nodes
+            self.broker.kill_node(node)
+            return node
+        self.broker.kill()
+        return None
+
+    def restart_killed_broker(self, node: int | None) -> None:
+        if node is None:
+            self.broker.start()
+        else:
+            assert isinstance(self.broker, ReferenceCluster)
+            self.broker.start_node(node)
 
     def add_instance(self) -> AppInstance:
         n = len(self.instances)

@@ -17,6 +17,10 @@ from .app_runner import SESSION_TIMEOUT_MS
 from .cluster import Cluster
 
 KINDS = ("kill", "pause", "broker_restart", "broker_outage", "scale_out", "scale_in")
+# Drawn only on request (soak --kafka cluster), so that every earlier seed keeps its schedule:
+# a broker SIGKILLed (on a cluster one node: its partitions' leadership moves) and restarted.
+CLUSTER_KINDS = (*KINDS, "broker_kill")
+ALL_KINDS = CLUSTER_KINDS
 Produce = Callable[[], None]
 
 
@@ -61,6 +65,13 @@ class Fault:
         cluster.start_broker()
         during()
 
+    def _broker_kill(self, cluster: Cluster, during: Produce) -> None:
+        node = cluster.kill_broker(self.pick)
+        try:
+            during()  # on a cluster the other nodes take over; a single broker is away
+        finally:
+            cluster.restart_killed_broker(node)
+
     def _broker_outage(self, cluster: Cluster, during: Produce) -> None:
         cluster.stop_broker()
         time.sleep(self.hold_s)  # the outage itself
@@ -102,8 +113,8 @@ class Schedule:
 
 
 def _fault(rng: random.Random, kind: str, outage_s: float) -> Fault:
-    if kind not in KINDS:
-        raise ValueError(f"unknown fault {kind!r}; known: {', '.join(KINDS)}")
+    if kind not in ALL_KINDS:
+        raise ValueError(f"unknown fault {kind!r}; known: {', '.join(ALL_KINDS)}")
     hold = 0.0
     if kind == "pause":
         hold = SESSION_TIMEOUT_MS / 1000 + rng.uniform(2.0, 4.0)

@@ -128,7 +128,7 @@ def run_scenario(name: str, guarantee: str, schedule: Schedule, workdir: Path, *
         cluster.start_broker()
         bootstrap = cluster.bootstrap
         create_topics(bootstrap, {**{t: PARTITIONS for t in scenario.inputs},
-                                  scenario.output: PARTITIONS})
+                                  scenario.output: PARTITIONS}, cluster.replication)
         _produce(bootstrap, scenario, plan.preload)
         for _ in range(instances):
             cluster.add_instance()

@@ -7,7 +7,7 @@ as long as the pause schedule runs: each instance in turn is stopped with SIGSTO
 committed every input record, the final count of every key read with ``read_committed`` equals
 the records sent for it, so their sum equals the records sent.
 
-    python -m tests.faults.pause_feed [--runs 10] [--kafka reference] [--rounds 3] ...
+    python -m tests.faults.pause_feed [--runs 10] [--kafka reference|cluster] [--rounds 3] ...
 
 This is the shape of the loss reported in issue [15] (40,000 records over 100 keys, 500 every
 0.25 s, both instances paused for 14 s in turn, three times): the per-chunk fault harness
@@ -169,10 +169,8 @@ class Feeder(threading.Thread):
             await producer.stop()
 
 
-def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled",
-                   cluster: Cluster | None = None) -> PauseResult:
-    """One run (see the module docstring). ``cluster``: one prepared by the caller (a 3-node
-    Apache Kafka), otherwise a fresh broker of kind ``kafka``."""
+def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> PauseResult:
+    """One run (see the module docstring) on a fresh broker of kind ``kafka`` (cluster.py)."""
     if plan.hold_s * 1000 <= SESSION_TIMEOUT_MS:
         raise ValueError(f"hold_s={plan.hold_s} does not pass the session timeout "
                          f"({SESSION_TIMEOUT_MS} ms)")
@@ -180,8 +178,7 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled",
     workdir.mkdir(parents=True, exist_ok=True)
     app_args = ["--scenario", SCENARIO, "--guarantee", plan.guarantee,
                 "--record-delay-ms", "0", "--cache-bytes", str(plan.cache_bytes)]
-    cluster = cluster or Cluster(workdir, app_args, kafka)
-    cluster.app_args = app_args
+    cluster = Cluster(workdir, app_args, kafka)
     group = f"faults-{SCENARIO}"
     counts: dict[str, int] = {}
     reason = "not read"
@@ -191,7 +188,8 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled",
     try:
         cluster.start_broker()
         bootstrap = cluster.bootstrap
-        create_topics(bootstrap, {"count-input": PARTITIONS, "count-output": PARTITIONS})
+        create_topics(bootstrap, {"count-input": PARTITIONS, "count-output": PARTITIONS},
+                      cluster.replication)
         for _ in range(INSTANCES):
             cluster.add_instance()
         cluster.wait_running()
@@ -253,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--kafka", choices=("bundled", "reference"), default="bundled")
+    parser.add_argument("--kafka", choices=("bundled", "reference", "cluster"),
+                        default="bundled", help="our broker, Apache Kafka, or 3 of its nodes")
     parser.add_argument("--guarantee", choices=("exactly_once_v2", "at_least_once"),
                         default="exactly_once_v2")
     parser.add_argument("--keys", type=int, default=100)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .app_runner import SESSION_TIMEOUT_MS
 from .catalogue import SCENARIOS
-from .faults import KINDS, Schedule
+from .faults import CLUSTER_KINDS, KINDS, Schedule
 from .harness import RunResult, run_scenario
 from .pause_feed import PausePlan, PauseResult, run_pause_feed
 
@@ -42,7 +42,8 @@ def plan_run(seed: int, args: argparse.Namespace) -> tuple[str, str, int, int, S
     if args.faults:
         schedule = Schedule.of(seed, args.faults.split(","), args.outage)
     else:
-        schedule = Schedule.random(seed, rng.randint(2, 4), args.outage)
+        schedule = Schedule.random(seed, rng.randint(2, 4), args.outage,
+                                   CLUSTER_KINDS if args.kafka == "cluster" else KINDS)
     # Drawn apart, so that adding this choice left every earlier seed's plan as it was.
     standbys = random.Random(seed * 7919 + 1).choice([0, 1]) if args.standbys is None \
         else args.standbys
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--scenario", choices=sorted(SCENARIOS))
     parser.add_argument("--guarantee", choices=GUARANTEES)
-    parser.add_argument("--faults", help=f"comma-separated, from {', '.join(KINDS)}")
+    parser.add_argument("--faults", help=f"comma-separated, from {', '.join(CLUSTER_KINDS)}")
     parser.add_argument("--cache", type=int, default=None, help="statestore.cache.max.bytes")
     parser.add_argument("--standbys", type=int, default=None, help="num.standby.replicas")
     parser.add_argument("--outage", type=float, default=30.0, help="broker outage seconds")
@@ -80,8 +81,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pause-feed-share", type=float, default=0.25,
                         help="share of runs that are pause-feed runs (pause_feed.py)")
     parser.add_argument("--keep", action="store_true", help="keep passing runs' directories")
-    parser.add_argument("--kafka", choices=("bundled", "reference"), default="bundled",
-                        help="our broker or Apache Kafka (tests/reference/kafka.py)")
+    parser.add_argument("--kafka", choices=("bundled", "reference", "cluster"),
+                        default="bundled",
+                        help="our broker, Apache Kafka or a 3-node Apache Kafka cluster "
+                             "(tests/reference/kafka.py); on the cluster broker_kill joins the "
+                             "random faults")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     print(f"soak: seed {seed}, {args.minutes:g} minutes", flush=True)

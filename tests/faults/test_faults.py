@@ -82,7 +82,7 @@ SOAK_SEEDS = [900012]
 @pytest.mark.parametrize("seed", SOAK_SEEDS, ids=[f"soak-seed-{s}" for s in SOAK_SEEDS])
 def test_a_soak_seed_that_once_failed(tmp_path: Path, seed: int) -> None:
     args = argparse.Namespace(scenario=None, guarantee=None, faults=None, cache=None,
-                              standbys=0, outage=30.0)  # as when they failed
+                              standbys=0, outage=30.0, kafka="bundled")  # as when they failed
     scenario, guarantee, cache, standbys, schedule = plan_run(seed, args)
     result = run_scenario(scenario, guarantee, schedule, tmp_path, cache_bytes=cache,
                           standbys=standbys)
@@ -109,3 +109,28 @@ def test_counts_survive_pauses_while_input_flows(tmp_path: Path, kafka_kind: str
     assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m "
                        f"tests.faults.pause_feed --seed 7 --keys 50 --batch 100 --rounds 1 "
                        f"--hold 8 --gap 1 --no-settle --kafka {kafka_kind}")
+
+
+# `make test-cluster` (--kafka=cluster): every exactly_once_v2 scenario while one node of a
+# 3-node Apache Kafka cluster is SIGKILLed (the leaders of its partitions move to the others)
+# and restarted; the internal topics take the cluster's replication factor (3).
+CLUSTER_RUNS = [(name, ["broker_kill"], 300 + i) for i, name in enumerate(sorted(
+    ["count", "join", "suppress", "fk_join", "session", "cogroup", "global"]))]
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize(("scenario", "faults", "seed"), CLUSTER_RUNS,
+                         ids=[f"{r[0]}-exactly_once_v2-broker_kill" for r in CLUSTER_RUNS])
+def test_scenario_survives_a_broker_kill_on_a_cluster(tmp_path: Path, scenario: str,
+                                                      faults: list[str], seed: int,
+                                                      kafka_kind: str) -> None:
+    if kafka_kind != "cluster":
+        pytest.skip("a broker kill moves partition leaders only on a cluster (--kafka=cluster)")
+    result = run_scenario(scenario, "exactly_once_v2", Schedule.of(seed, faults, CI_OUTAGE_S),
+                          tmp_path, kafka=kafka_kind)
+    print(result.report())
+    assert result.ok, (f"\n{result.report()}\nreproduce: .venv/bin/python -m tests.faults.soak "
+                       f"--scenario {scenario} --guarantee exactly_once_v2 --faults "
+                       f"{','.join(faults)} --cache 0 --standbys 0 --seed {seed} --minutes 0 "
+                       f"--kafka cluster")

@@ -2,10 +2,13 @@
 
     python tests/reference/kafka.py prepare
     python tests/reference/kafka.py start --port P --data-dir D
+    python tests/reference/kafka.py cluster --nodes 3 --base-port P --data-dir D
 
 ``start`` formats the storage (once per data directory) and runs a combined broker+controller
 in the foreground on 127.0.0.1:P; it prints one line when the broker answers Metadata and stops
-Kafka cleanly on SIGTERM or Ctrl-C. Standard library only, so any Python 3.11 runs it; the
+Kafka cleanly on SIGTERM or Ctrl-C. ``cluster`` runs N combined nodes (node i: broker port P+i,
+controller port P+N+i, data D/node-i, pid in D/node-i.pid) whose topics default to
+replication factor min(3, N) and min.insync.replicas 2; its first line is the bootstrap servers. Standard library only, so any Python 3.11 runs it; the
 pytest fixture (conftest.py) imports the same functions.
 """
 
@@ -115,17 +118,19 @@ def _cluster_id() -> str:
 
 def server_properties(port: int, controller_port: int, data_dir: Path,
                       extra: dict[str, str] | None = None,
-                      listeners: dict[str, int] | None = None) -> str:
+                      listeners: dict[str, int] | None = None, node_id: int = NODE_ID,
+                      voters: str | None = None) -> str:
     """The node's server.properties; ``listeners`` adds listeners named after their security
     protocol next to the PLAINTEXT one the readiness probe uses ({"SASL_SSL": 9093}), and
-    ``extra`` adds or replaces keys."""
+    ``extra`` adds or replaces keys. ``voters``: the controller quorum of a cluster
+    (``id@host:port,...``); without it the node is a quorum of its own."""
     more = listeners or {}
     names = "".join(f",{name}://127.0.0.1:{p}" for name, p in more.items())
     protocols = "".join(f",{name}:{name}" for name in more)
     props: dict[str, object] = {
         "process.roles": "broker,controller",
-        "node.id": NODE_ID,
-        "controller.quorum.voters": f"{NODE_ID}@127.0.0.1:{controller_port}",
+        "node.id": node_id,
+        "controller.quorum.voters": voters or f"{node_id}@127.0.0.1:{controller_port}",
         "listeners": f"PLAINTEXT://127.0.0.1:{port},CONTROLLER://127.0.0.1:{controller_port}"
                      + names,
         "advertised.listeners": f"PLAINTEXT://127.0.0.1:{port}" + names,
@@ -186,8 +191,14 @@ class KafkaNode:
 
     def __init__(self, port: int, data_dir: Path, extra: dict[str, str] | None = None,
                  format_args: list[str] | None = None,
-                 listeners: dict[str, int] | None = None) -> None:
+                 listeners: dict[str, int] | None = None, node_id: int = NODE_ID,
+                 controller_port: int | None = None, voters: str | None = None,
+                 cluster_id: str | None = None) -> None:
         self.port = port
+        self.node_id = node_id
+        self.controller_port = controller_port  # None: a fresh free port at every start
+        self.voters = voters  # a cluster's controller quorum (see server_properties)
+        self.cluster_id = cluster_id  # the same for every node of a cluster
         self.data_dir = Path(data_dir).resolve()
         self.extra = dict(extra or {})  # server properties added to or replacing the defaults
         self.format_args = list(format_args or [])  # e.g. --add-scram for SCRAM users
@@ -211,12 +222,14 @@ class KafkaNode:
         """Write server.properties (a fresh controller port each start) and format once."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         props = self.data_dir / "server.properties"
-        props.write_text(server_properties(self.port, _free_port(), self.data_dir,
-                                           self.extra, self.listeners))
+        props.write_text(server_properties(self.port, self.controller_port or _free_port(),
+                                           self.data_dir, self.extra, self.listeners,
+                                           self.node_id, self.voters))
         (self.data_dir / "log4j2.properties").write_text(log4j_properties(self.log_file))
         if not (self.data_dir / "logs" / "meta.properties").exists():
             cmd = self._java_cmd("kafka.tools.StorageTool", "format", "--config", str(props),
-                                 "--cluster-id", _cluster_id(), "--ignore-formatted",
+                                 "--cluster-id", self.cluster_id or _cluster_id(),
+                                 "--ignore-formatted",
                                  *self.format_args)
             result = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
             if result.returncode != 0:
@@ -224,10 +237,7 @@ class KafkaNode:
         return props
 
     def start(self, timeout: float = 120.0) -> KafkaNode:
-        prepare()
-        props = self.configure()
-        self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(props)),
-                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+        self.launch()
         try:
             self.wait_ready(timeout)
         except BaseException:
@@ -235,10 +245,17 @@ class KafkaNode:
             raise
         return self
 
-    def wait_ready(self, timeout: float) -> None:
-        """Poll until the broker lists itself in a Metadata answer (it is then unfenced)."""
+    def launch(self) -> None:
+        """Start the JVM without waiting (a cluster's nodes need each other to get ready)."""
+        prepare()
+        props = self.configure()
+        self.proc = subprocess.Popen(self._java_cmd("kafka.Kafka", str(props)),
+                                     stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent)
+
+    def wait_ready(self, timeout: float, brokers: int = 1) -> None:
+        """Poll until the node's Metadata answer lists ``brokers`` brokers (unfenced ones)."""
         deadline = time.monotonic() + timeout
-        while not metadata_lists_a_broker(self.port):
+        while metadata_broker_count(self.port) < brokers:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise RuntimeError(f"Kafka exited with {self.proc.returncode}; see {self.log_file}")
@@ -256,9 +273,120 @@ class KafkaNode:
             self.proc.kill()
             self.proc.wait(10)
 
+    def kill(self) -> None:
+        """SIGKILL: a crash (the broker-kill fault)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
 
-def metadata_lists_a_broker(port: int) -> bool:
-    """A raw Metadata v1 request for no topics; True when the answer lists at least one broker."""
+
+class KafkaCluster:
+    """``nodes`` combined broker+controller KRaft nodes on loopback, one controller quorum.
+
+    Topics default to replication factor min(3, nodes) and ``min.insync.replicas`` 2 (as the
+    internal offsets and transaction topics), so with three nodes one can die (a broker kill:
+    its partitions' leadership moves) and acks=all writes and transactions go on."""
+
+    def __init__(self, nodes: int, base_port: int, data_dir: Path,
+                 extra: dict[str, str] | None = None) -> None:
+        if nodes < 1:
+            raise ValueError("a cluster needs at least one node")
+        self.data_dir = Path(data_dir).resolve()
+        replicas = min(3, nodes)
+        isr = min(2, replicas)
+        settings = {
+            "default.replication.factor": replicas, "min.insync.replicas": isr,
+            "offsets.topic.replication.factor": replicas,
+            "transaction.state.log.replication.factor": replicas,
+            "transaction.state.log.min.isr": isr,
+            "share.coordinator.state.topic.replication.factor": replicas,
+            "share.coordinator.state.topic.min.isr": isr,
+            # a killed node's partitions get a new leader at once; the restarted one takes
+            # its leadership back as soon as it is in sync
+            "unclean.leader.election.enable": "false",
+            "leader.imbalance.check.interval.seconds": 5,
+        }
+        settings.update(extra or {})
+        # node i: broker port base_port + i, controller port base_port + nodes + i
+        voters = ",".join(f"{i}@127.0.0.1:{base_port + nodes + i}" for i in range(nodes))
+        cluster_id = self._cluster_id()
+        self.nodes = [
+            KafkaNode(base_port + i, self.data_dir / f"node-{i}",
+                      {k: str(v) for k, v in settings.items()}, node_id=i,
+                      controller_port=base_port + nodes + i, voters=voters,
+                      cluster_id=cluster_id)
+            for i in range(nodes)]
+
+    def _cluster_id(self) -> str:
+        """Kept in the data directory: a restarted cluster keeps its formatted storage."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        path = self.data_dir / "cluster.id"
+        if not path.exists():
+            path.write_text(_cluster_id())
+        return path.read_text().strip()
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    def pid_file(self, index: int) -> Path:
+        return self.data_dir / f"node-{index}.pid"
+
+    def start(self, timeout: float = 180.0) -> KafkaCluster:
+        try:
+            for index, node in enumerate(self.nodes):
+                node.launch()
+                assert node.proc is not None
+                self.pid_file(index).write_text(f"{node.proc.pid}\n")
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(self, timeout: float) -> None:
+        """Poll until every running node lists every node as a broker (a node that exits
+        meanwhile fails the wait)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            for node in self.nodes:
+                if node.proc is not None and node.proc.poll() is not None:
+                    raise RuntimeError(f"Kafka node {node.node_id} exited with "
+                                       f"{node.proc.returncode}; see {node.log_file}")
+            if all(metadata_broker_count(node.port) >= len(self.nodes) for node in self.nodes):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the {len(self.nodes)} Kafka nodes did not all answer "
+                                   f"Metadata within {timeout}s")
+            time.sleep(0.2)
+
+    def start_node(self, index: int, timeout: float = 120.0) -> None:
+        """(Re)start one node and wait until every node is a registered broker again."""
+        node = self.nodes[index]
+        node.launch()
+        assert node.proc is not None
+        self.pid_file(index).write_text(f"{node.proc.pid}\n")
+        self.wait_ready(timeout)
+
+    def alive(self) -> list[int]:
+        return [i for i, node in enumerate(self.nodes)
+                if node.proc is not None and node.proc.poll() is None]
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            if node.proc is not None and node.proc.poll() is None:
+                node.proc.terminate()  # all at once: a quorum stops faster than one by one
+        for node in self.nodes:
+            node.stop()
+
+    def kill(self) -> None:
+        for node in self.nodes:
+            node.kill()
+
+
+def metadata_broker_count(port: int) -> int:
+    """A raw Metadata v1 request for no topics; the number of brokers the answer lists (0 if
+    the node does not answer)."""
     client = b"reference-probe"
     body = struct.pack(">hhih", 3, 1, 1, len(client)) + client + struct.pack(">i", 0)
     try:
@@ -267,9 +395,9 @@ def metadata_lists_a_broker(port: int) -> bool:
             head = _recv(sock, 4)
             payload = _recv(sock, struct.unpack(">i", head)[0])
     except OSError:
-        return False
+        return 0
     # correlation id (4), then the brokers array count
-    return len(payload) >= 8 and struct.unpack_from(">i", payload, 4)[0] > 0
+    return struct.unpack_from(">i", payload, 4)[0] if len(payload) >= 8 else 0
 
 
 def _recv(sock: socket.socket, size: int) -> bytes:
@@ -313,6 +441,31 @@ def _run_foreground(port: int, data_dir: Path, extra: dict[str, str] | None = No
     return 0
 
 
+def _run_cluster_foreground(nodes: int, base_port: int, data_dir: Path) -> int:
+    cluster = KafkaCluster(nodes, base_port, data_dir)
+    stopping = False
+
+    def on_signal(signum: int, _frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        cluster.start()
+    except (PrepareError, RuntimeError) as exc:
+        cluster.stop()
+        print(f"kafka.py: {exc}", file=sys.stderr)
+        return 1
+    print(cluster.bootstrap, flush=True)
+    print(f"Apache Kafka {kafka_version()}: {nodes} KRaft nodes ready (data {cluster.data_dir}, "
+          f"pids in node-<i>.pid, logs in node-<i>/kafka.log)", flush=True)
+    while not stopping:
+        time.sleep(0.5)  # the nodes run on; a killed one may be restarted by whoever killed it
+    cluster.stop()
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -327,7 +480,13 @@ def main(argv: list[str] | None = None) -> int:
                             "SASL_SSL=9193; configure it with --property")
     start.add_argument("--properties-file", type=Path,
                        help="extra server properties (key=value lines), applied before --property")
+    cluster = sub.add_parser("cluster", help="run N KRaft nodes in the foreground")
+    cluster.add_argument("--nodes", type=int, default=3)
+    cluster.add_argument("--base-port", type=int, required=True)
+    cluster.add_argument("--data-dir", type=Path, required=True)
     args = parser.parse_args(argv)
+    if args.command == "cluster":
+        return _run_cluster_foreground(args.nodes, args.base_port, args.data_dir)
     if args.command == "prepare":
         try:
             print(f"Apache Kafka {kafka_version()} jars in {prepare(quiet=False)}")
