@@ -187,7 +187,7 @@ async def broker_default_replication(admin: Any) -> int:
     from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
     try:
-        node = next(iter(admin._client.cluster.brokers())).nodeId  # noqa: SLF001
+        node = (await admin.describe_cluster())["brokers"][0]["node_id"]
         responses = await admin.describe_configs([ConfigResource(
             ConfigResourceType.BROKER, str(node), {"default.replication.factor": None})])
         for response in responses:
