@@ -17,6 +17,7 @@ from ..processor.table import TableFilterProcessor, TableMapValuesProcessor
 from ..serde import Serde
 from .arity import check, takes_key
 from .materialized import Materialized
+from .versioned import versioned_filter, versioned_upstream
 
 if TYPE_CHECKING:
     from .builder import StreamsBuilder
@@ -86,21 +87,25 @@ class KTable:
     def filter(self, predicate: Callable[[Any, Any], bool],
                materialized: Materialized | str | None = None) -> KTable:
         check(predicate, "KTable.filter", "predicate(key, value)")
+        versioned = versioned_upstream(self)
         parent_sends = self.enable_sending_old_values_if_materialized()
         return self._derive(
             "KTABLE-FILTER", materialized,
-            lambda table, store: TableFilterProcessor(predicate, False, store,
-                                                      table.send_old_values or parent_sends),
+            lambda table, store: versioned_filter(
+                TableFilterProcessor(predicate, False, store,
+                                     table.send_old_values or parent_sends), versioned),
             self.value_serde)
 
     def filter_not(self, predicate: Callable[[Any, Any], bool],
                    materialized: Materialized | str | None = None) -> KTable:
         check(predicate, "KTable.filter_not", "predicate(key, value)")
+        versioned = versioned_upstream(self)
         parent_sends = self.enable_sending_old_values_if_materialized()
         return self._derive(
             "KTABLE-FILTER", materialized,
-            lambda table, store: TableFilterProcessor(predicate, True, store,
-                                                      table.send_old_values or parent_sends),
+            lambda table, store: versioned_filter(
+                TableFilterProcessor(predicate, True, store,
+                                     table.send_old_values or parent_sends), versioned),
             self.value_serde)
 
     def map_values(self, mapper: Callable[..., Any],

@@ -48,6 +48,13 @@ def versioned_upstream(table: KTable) -> bool:
         and versioned_upstream(table.parent)
 
 
+def versioned_filter(processor: Any, versioned: bool) -> Any:
+    """A ``KTable.filter`` processor below a versioned table keeps Kafka's versioned semantics
+    (it forwards an update that was and stays filtered out)."""
+    processor.versioned_semantics = versioned
+    return processor
+
+
 def table_source_supplier(store_name: str, versioned: bool) -> Callable[[], Any] | None:
     """The processor of a source table over a versioned store (None: the plain one)."""
     if not versioned:

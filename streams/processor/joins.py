@@ -114,6 +114,9 @@ class TableMaterializeProcessor(Processor[Any, Any]):
         key = record.key
         if key is None:
             return
+        if not record.value.is_latest:  # KIP-914: history only, the latest value stays
+            self.context.forward(record)
+            return
         new = record.value.new
         old = self.store.get(key)
         self.store.put(key, new, record.timestamp)

@@ -38,6 +38,9 @@ class TableFilterProcessor(Processor[Any, Any]):
         self.store_name = store_name
         self.send_old = send_old
         self.store: Any = None
+        # KIP-914: below a versioned table an update that was and stays filtered out is still
+        # forwarded (Kafka's KTableFilter with useVersionedSemantics); set by the DSL
+        self.versioned_semantics = False
 
     def init(self, context: Any) -> None:
         super().init(context)
@@ -56,7 +59,7 @@ class TableFilterProcessor(Processor[Any, Any]):
         old = None
         if self.send_old:
             old = self.store.get(key) if self.store is not None else self._compute(key, change.old)
-            if new is None and old is None:
+            if new is None and old is None and not self.versioned_semantics:
                 return  # out of the filtered table before and after: nothing to say
         if self.store is not None:
             self.store.put(key, new, record.timestamp)

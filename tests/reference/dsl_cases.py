@@ -299,6 +299,17 @@ def versioned() -> list[Case]:
                for r in _VERSIONED_INPUT]
     cases.append({"name": "versioned-table-ignores-out-of-order-downstream", "ops": ops,
                   "input": swapped})
+    # a store-less filter of a versioned table keeps its versioned semantics downstream
+    for predicate in ("value-has-a", "value-len-odd"):
+        for kind in ("join", "left_join"):
+            ops = [op("l", "table", topic="left", store="vl", versioned=25),
+                   op("f", "filter", "l", fn=predicate),
+                   op("r", "table", topic="right", store="plain"),
+                   op("j", kind, "f", other="r", fn="concat", store="tj"),
+                   op("js", "to_stream", "j"), *sink("js"),
+                   op("fs", "to_stream", "f"), *sink("fs", "filtered")]
+            cases.append({"name": f"versioned-filter-{predicate}-then-table-{kind}",
+                          "ops": ops, "input": swapped})
     fk_versioned = [rec("right", "a", "Apple", 1), rec("right", "b", "Berry", 2),
                     rec("left", "x1", "apple", 3), rec("left", "x2", "bean", 6),
                     rec("right", "a", "Avocado", 9), rec("right", "a", "Acorn", 5),
