@@ -79,6 +79,9 @@ class GlobalStoreFeeder:
         processor.process(Record(key, value, inbound.timestamp, inbound.headers))
         for store in self.stores.values():
             store.flush()
+            commit = getattr(store, "commit", None)
+            if commit is not None:
+                commit()
 
     def close(self) -> None:
         for store in self.stores.values():

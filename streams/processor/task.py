@@ -526,12 +526,25 @@ class StreamTask:
     # -- commit and close ---------------------------------------------------------------------
 
     def flush(self) -> None:
-        """Flush record caches, then every store (RocksDB write batches); call before
-        committing offsets (and before sending what the caches forwarded)."""
+        """The commit starts: flush record caches (what they forward goes to the collector),
+        then close every store's write batch of this interval; call before committing offsets.
+        Nothing reaches RocksDB until ``commit_stores`` (after the commit succeeded)."""
         self.flush_caches()
         for store in self.stores.values():
             store.flush()
         self.commit_requested = False
+
+    def changelog_partition(self, store_name: str) -> tuple[str, int]:
+        return self.changelog_topic(store_name), self.task_id.partition
+
+    def commit_stores(self, offsets: dict[tuple[str, int], int]) -> None:
+        """The commit succeeded: each store writes its flushed batch together with its
+        changelog partition's next offset from ``offsets`` (if there) in one atomic write."""
+        for name, store in self.stores.items():
+            commit = getattr(store, "commit", None)
+            if commit is not None:
+                tp = self.changelog_partition(name)
+                commit({tp: offsets[tp]} if tp in offsets else None)
 
     def flush_caches(self) -> None:
         """Forward and write what the record caches hold. Repeated because a flushed change

@@ -9,6 +9,9 @@ transaction is aborted and nothing of the stale generation becomes visible.
 With ``background`` the transaction is finished in a task while the stream thread goes on
 processing; what it produces meanwhile stays in the record collector and is handed to the
 producer in the next transaction, only once this one committed.
+
+The stores' writes of the interval reach RocksDB only once the commit succeeded, with the
+changelog offsets it delivered (``TaskManager.commit_stores``, see restore.py).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ class Committer:
         self.dirty = False
         if self.eos:
             if not (self.in_txn or offsets):
+                self.tasks.commit_stores()  # nothing was sent: no transaction to wait for
                 return
             group = self.group
             current = group_metadata(self.consumer, self.app_id)
@@ -104,8 +108,6 @@ class Committer:
         await self.collector.wait_delivered()
         if offsets:
             await self.consumer.commit(offsets)
-        # No checkpoint here: stores keep changing after it (see restore.py); a clean close
-        # writes one.
         await self._committed(offsets, force)
 
     async def _finish_txn(self, offsets: dict[TopicPartition, int], group: GroupMetadata,
@@ -124,6 +126,10 @@ class Committer:
         await self._committed(offsets, force)
 
     async def _committed(self, offsets: dict[TopicPartition, int], force: bool) -> None:
+        # Only now may the interval's store writes reach RocksDB, with the changelog offsets
+        # just delivered (restore.py): a crash before this line restores them from the
+        # changelog, an aborted transaction never gets here.
+        self.tasks.commit_stores()
         for tp, offset in offsets.items():
             self.tasks.committed[(tp.topic, tp.partition)] = offset
             if tp.topic in self.repartition_topics:

@@ -19,7 +19,6 @@ without ever flushing or writing either. Results are as fresh as the moment each
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
@@ -191,38 +190,17 @@ def _serialize_key(serializer: Serde[Any] | Callable[[Any], bytes], topic: str,
 
 
 T = TypeVar("T")
-BORROW_RETRIES = 200
 
 
 class InvalidStateStoreError(RuntimeError):
     """The store is not queryable right now (not running, rebalancing, restoring)."""
 
 
-def _borrow_conflict(exc: RuntimeError) -> bool:
-    """rocksdict's objects refuse a call while the stream thread holds them (PyO3's
-    "Already mutably borrowed" / "Already borrowed"): a moment later the read succeeds."""
-    return "borrowed" in str(exc)
-
-
-def _retrying(read: Callable[[], T]) -> T:
-    """Run a read, again while it meets a borrow conflict with the stream thread's writes
-    (a read never changes anything, so running it again is safe)."""
-    for attempt in range(BORROW_RETRIES):
-        try:
-            return read()
-        except RuntimeError as exc:
-            if not _borrow_conflict(exc) or attempt == BORROW_RETRIES - 1:
-                raise
-            time.sleep(min(0.001 * (attempt + 1), 0.02))
-    raise AssertionError("unreachable")
-
-
 class ReadOnlyStoreView:
     """What ``KafkaStreams.store(name)`` returns: reads over every local task's store.
 
-    Reads that meet a borrow conflict with the stream thread's writes are retried: single-key
-    reads as they are, scans (``all``, ``range``, ``fetch`` over a time range...) from where
-    they stood (see ``_scan``)."""
+    Reads see each store's committed data with its task's uncommitted writes laid over them,
+    and never write, flush or wait for the stream thread (streams/state/rocksdb.py)."""
 
     def __init__(self, name: str, app: KafkaStreams) -> None:
         self.name = name
@@ -239,7 +217,7 @@ class ReadOnlyStoreView:
         """A read of one store; a store its task closed meanwhile (a rebalance moved it, or
         it is being wiped to restore) is Kafka's InvalidStateStoreException: retry later."""
         try:
-            return _retrying(read)
+            return read()
         except RuntimeError as exc:
             if "is closed" not in str(exc):
                 raise
@@ -255,26 +233,17 @@ class ReadOnlyStoreView:
         return None
 
     def _scan(self, read: Callable[[Any], Any]) -> Iterator[Any]:
-        """Each task's store in turn, lazily. A borrow conflict with the stream thread in the
-        middle of a store's scan starts that scan again past the entries already given (a
-        scan is as fresh as the moment it reads, as Kafka's; it is not a snapshot)."""
+        """Each task's store in turn, lazily (a scan is as fresh as the moment it opens each
+        store's iterator, as Kafka's)."""
         for store in self._stores():
-            given = 0
-            for attempt in range(BORROW_RETRIES):
-                try:
-                    for index, item in enumerate(read(store)):
-                        if index >= given:
-                            given += 1
-                            yield item
-                    break
-                except RuntimeError as exc:
-                    if "is closed" in str(exc):
-                        raise InvalidStateStoreError(
-                            f"store {self.name!r} is not available right now (its task was "
-                            "closed or moved); retry") from exc
-                    if not _borrow_conflict(exc) or attempt == BORROW_RETRIES - 1:
-                        raise
-                    time.sleep(min(0.001 * (attempt + 1), 0.02))
+            try:
+                yield from read(store)
+            except RuntimeError as exc:
+                if "is closed" not in str(exc):
+                    raise
+                raise InvalidStateStoreError(
+                    f"store {self.name!r} is not available right now (its task was closed or "
+                    "moved); retry") from exc
 
     # key-value stores
     def get(self, key: Any) -> Any:

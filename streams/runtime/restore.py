@@ -1,15 +1,20 @@
-"""State restoration from changelog topics, and the per-task checkpoint file.
+"""Where a task's restoration starts: the changelog offsets stored in its own stores.
 
-A task's ``.checkpoint`` (JSON: ``{"topic:partition": next_offset}``) says how far its local
-stores reflect the changelog, and that they reflect nothing beyond it. Restoring reads each
-changelog partition from there (or from the beginning) up to its end offset, with
-read_committed under exactly-once. The checkpoint is deleted when a task starts and rewritten
-only on a clean close, under either guarantee: while a task runs, its RocksDB stores are
-written before the changelog records that mirror them are delivered (a range scan flushes the
-pending writes at any moment), so after a crash local state may hold updates the changelog
-never got. A missing checkpoint therefore means "unclean stop": the local stores are wiped and
-rebuilt from the changelog. (Kafka Streams keeps RocksDB's WAL off and flushes stores only
-after the offsets commit to the same end.)
+Each persistent store keeps, in the same RocksDB database as its data, the next changelog
+offset of the last commit whose writes it took in (written in one atomic batch with them, see
+``streams/state/rocksdb.py``). Writes of an interval reach the database only after their commit
+succeeded (the changelog records are delivered, and under exactly_once_v2 the transaction is
+committed), so a store is never ahead of its changelog, and after a crash, under either
+guarantee, restoration reads only the changelog records after the stored offset, with
+read_committed under exactly-once. Nothing is wiped: an aborted transaction's writes were never
+in the database. A store with no stored offset (new, or its disk lost) restores from the
+beginning; a store older than the committed changelog (an old disk) replays the tail from where
+it stands, which is what it lacks.
+
+The ``.checkpoint`` file (JSON ``{"topic:partition": next_offset}``) of earlier versions, written
+on a clean close, is still read once for upgrades: its offsets are moved into the stores and the
+file is deleted. A store with data, no stored offset and no checkpoint entry stopped uncleanly
+under such a version: it is wiped and rebuilt, as before.
 """
 
 from __future__ import annotations
@@ -70,7 +75,7 @@ class ChangelogState:
 
 
 def prepare_task(task: Any, topology: Any) -> ChangelogState:
-    """Decide where each store's restore starts; wipe after an unclean stop."""
+    """Decide where each store's restore starts (see the module docstring)."""
     state = ChangelogState()
     checkpoint = read_checkpoint(task.task_dir)
     for name, store in task.stores.items():
@@ -82,12 +87,21 @@ def prepare_task(task: Any, topology: Any) -> ChangelogState:
             state.source.add(tp)
         state.stores[tp] = store
         state.names[tp] = name
-        persistent = getattr(store, "persistent", True)
-        start = checkpoint.get(tp) if (checkpoint is not None and persistent) else None
-        if start is None and persistent:
-            log.info("task %s: no clean checkpoint for store %s, wiping it to restore from "
-                     "the changelog", task.task_id, name)
-            store.wipe()
+        start = None
+        if getattr(store, "persistent", True):
+            start = _stored_offset(store, tp)
+            if start is None and checkpoint is not None and tp in checkpoint:
+                start = checkpoint[tp]  # an upgrade: move the clean close's offset in
+                store.commit({tp: start})
+            elif start is None:
+                log.info("task %s: store %s has no stored changelog offset, wiping it to "
+                         "restore from the changelog", task.task_id, name)
+                store.wipe()
         state.start[tp] = start
     delete_checkpoint(task.task_dir)
     return state
+
+
+def _stored_offset(store: Any, tp: tuple[str, int]) -> int | None:
+    stored_offsets = getattr(store, "stored_offsets", None)
+    return None if stored_offsets is None else stored_offsets().get(tp)

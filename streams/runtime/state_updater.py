@@ -204,8 +204,17 @@ class StateUpdater:
                 end = min(end, changelog.state.limits[key])  # an input topic: see restore.py
                 start = min(start, end)
             ends[tp] = end
+            if start > end and key not in changelog.state.limits:
+                # The store says it holds more than the changelog has (the topic was deleted
+                # and made again, or truncated): rebuild it, as Kafka does on an offset out of
+                # range.
+                log.warning("task %s: store %s holds changelog %s-%d up to offset %d, past its "
+                            "end %d: wiping it to restore from the beginning",
+                            changelog.task_id, changelog.name, tp.topic, tp.partition, start, end)
+                changelog.store.wipe()
+                start = beginnings[tp]
             changelog.next_offset, changelog.end = start, end
-            if changelog.standby:  # its checkpoint comes from next_offset (standby_offsets)
+            if changelog.standby:  # its stores keep next_offset with each batch
                 self._tell(self.standby_listener, "on_update_start", tp, changelog.name, start)
                 continue
             changelog.state.restored[key] = ends[tp]
@@ -222,7 +231,7 @@ class StateUpdater:
             if changelog.standby:
                 continue
             if changelog.next_offset is not None and changelog.next_offset >= changelog.end:
-                changelog.store.flush()
+                self._store_progress(tp, changelog, changelog.end)
                 del self._changelogs[tp]
                 if changelog.announced:
                     self._tell(self.restore_listener, "on_restore_end", tp, changelog.name,
@@ -286,11 +295,25 @@ class StateUpdater:
             changelog = self._changelogs.get(tp)
             position = fetch_position(self._consumer, tp)
             if changelog is not None and changelog is fetching.get(tp) and position is not None:
+                if position != changelog.next_offset:
+                    self._store_progress(tp, changelog, position)
                 changelog.next_offset = position
         self._complete_caught_up()
         if batch:
             log.debug("restored a batch of %d records in %.3fs",
                       sum(len(r) for r in batch.values()), time.monotonic() - started)
+
+    @staticmethod
+    def _store_progress(tp: TopicPartition, changelog: _Changelog, position: int) -> None:
+        """Write what was restored into the store with the offset it reached (one atomic
+        write): a crash while restoring goes on from here."""
+        if (tp.topic, tp.partition) in changelog.state.source and not changelog.standby:
+            position = min(position, changelog.end)  # records past the limit were not applied
+        store = changelog.store
+        store.flush()
+        commit = getattr(store, "commit", None)
+        if commit is not None:
+            commit({(tp.topic, tp.partition): position})
 
     def _pause_standbys_while_restoring(self) -> None:
         assert self._consumer is not None

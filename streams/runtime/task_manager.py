@@ -7,9 +7,13 @@ offsets.
 
 A standby task (``num.standby.replicas``) has the stores of an active task on another instance
 and nothing else: the state updater keeps them following the changelogs, and it never
-processes a record. Its stores only ever hold changelog records up to the position the updater
-reached, so closing one always writes a checkpoint; a promotion (or a later assignment of the
-task here) then restores only what the changelog gained since.
+processes a record. Its stores hold changelog records up to the position the updater reached
+and store that position with them; a promotion (or a later assignment of the task here) then
+restores only what the changelog gained since.
+
+After every successful commit each running task's stores take in that interval's writes and
+their changelog offsets in one atomic write (``commit_stores``); a task closed dirty drops
+what was not committed (see restore.py).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from ..kafka_batching import RecordCollector
 from ..processor.api import TaskId
 from ..processor.task import StreamTask, TaskConfig
 from ..topology.topology import Topology
-from .restore import ChangelogState, prepare_task, write_checkpoint
+from .restore import ChangelogState, prepare_task
 from .state_updater import StateUpdater
 from .topics import TopicLayout
 
@@ -83,13 +87,13 @@ class TaskManager:
         self.updater.add(task_id, state, standby=True)
 
     def close_standby(self, task_id: TaskId, reason: str = "MIGRATED") -> None:
-        """Stop following the changelogs; checkpoint where the stores stand."""
+        """Stop following the changelogs; the stores keep where they stand."""
         task = self.standbys.pop(task_id)
         offsets = self.updater.standby_offsets(task_id)
         self.updater.remove(task_id, reason)
         try:
             task.flush()
-            write_checkpoint(task.task_dir, offsets)
+            task.commit_stores(offsets)
         finally:
             try:
                 task.close()
@@ -119,6 +123,12 @@ class TaskManager:
                 result[tp] = offset
         return result
 
+    def commit_stores(self) -> None:
+        """The commit succeeded: every running task's stores write what the commit flushed,
+        with their changelog offsets, atomically (per store)."""
+        for task_id, task in self.running():
+            task.commit_stores(self.checkpoint_offsets(task_id))
+
     def set_restore_limits(self, offsets: dict[tuple[str, int], int]) -> None:
         """Where each task starts consuming: input topics used as changelogs restore up to
         there (reuse.ktable.source.topics)."""
@@ -141,9 +151,7 @@ class TaskManager:
         self.updater.remove(task_id)
         if clean and not restoring:
             task.flush()
-            state = self.changelogs.get(task_id)
-            if state is not None and state.stores:
-                write_checkpoint(task.task_dir, self.checkpoint_offsets(task_id))
+            task.commit_stores(self.checkpoint_offsets(task_id))
         self.changelogs.pop(task_id, None)
         self.idle_since.pop(task_id, None)
         try:
@@ -152,7 +160,7 @@ class TaskManager:
             log.exception("closing task %s failed", task_id)
 
     def close_all(self, clean: bool) -> int:
-        """Close every task (standbys always with a checkpoint: see the module docstring);
+        """Close every task (standbys keep where they stand: see the module docstring);
         returns how many active tasks there were."""
         count = len(self.tasks)
         for task_id in list(self.tasks):

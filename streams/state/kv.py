@@ -178,8 +178,19 @@ class KeyValueStore(CachingStore):
             self.inner.put(key, value)
 
     def flush(self) -> None:
+        """The commit starts: write the cached changes (and forward them), then hand what
+        this interval wrote to the bytes store's commit (see rocksdb.py)."""
         self.flush_cache()
-        self.inner.flush()
+        self.inner.prepare_commit()
+
+    def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
+        """The commit succeeded: the flushed writes and the changelog ``offsets`` reach the
+        database together."""
+        self.inner.commit(offsets)
+
+    def stored_offsets(self) -> dict[tuple[str, int], int]:
+        """The changelog offsets the database reflects (empty: none recorded)."""
+        return self.inner.stored_offsets()
 
     def close(self) -> None:
         self._clear_cache()

@@ -70,6 +70,23 @@ class InMemoryBytesStore:
     def flush(self) -> None:
         return None
 
+    # Not transactional: a memory store is rebuilt from its changelog whenever its task
+    # starts, so nothing uncommitted can outlive an aborted transaction.
+    def read_get(self, key: bytes) -> bytes | None:
+        return self._data.get(key)
+
+    def prepare_commit(self) -> None:
+        return None
+
+    def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
+        return None
+
+    def stored_offsets(self) -> dict[tuple[str, int], int]:
+        return {}
+
+    def uncommitted(self) -> int:
+        return 0
+
     def close(self) -> None:
         return None
 

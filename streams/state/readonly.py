@@ -34,7 +34,7 @@ class ReadOnlyBytesStore:
         self.persistent = inner.persistent
 
     def get(self, key: bytes) -> bytes | None:
-        return self.inner.get(key)
+        return self.inner.read_get(key)
 
     def range(self, from_key: bytes | None, to_key: bytes | None,
               reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
@@ -46,7 +46,7 @@ class ReadOnlyBytesStore:
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise ReadOnlyStoreError(f"state store {self.name} is read-only here")
 
-    put = flush = close = wipe = _refuse
+    put = flush = close = wipe = prepare_commit = commit = _refuse
 
 
 class ReadOnlyCache:

@@ -135,9 +135,22 @@ class _TimeIndexed:
         return self.inner.approximate_num_entries()
 
     def flush(self) -> None:
+        """The commit starts: expire old windows, then hand this interval's writes to the
+        bytes stores' commit (see rocksdb.py)."""
         self._expire()
-        self.inner.flush()
-        self.index.flush()
+        self.inner.prepare_commit()
+        self.index.prepare_commit()
+
+    def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
+        """The commit succeeded. Two databases, two atomic writes: a crash between them
+        leaves the index's offsets behind, and ``stored_offsets`` (the lower of the two)
+        makes restoration replay from there, which leaves both as the changelog says."""
+        self.inner.commit(offsets)
+        self.index.commit(offsets)
+
+    def stored_offsets(self) -> dict[tuple[str, int], int]:
+        primary, index = self.inner.stored_offsets(), self.index.stored_offsets()
+        return {tp: min(offset, index[tp]) for tp, offset in primary.items() if tp in index}
 
     def close(self) -> None:
         self.inner.close()

@@ -170,6 +170,7 @@ class TopologyTestDriver:
             task = self._task_by_topic[topic]
             task.process_record(inbound)
             task.flush()
+            task.commit_stores({})
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -195,6 +196,7 @@ class TopologyTestDriver:
             task.punctuate_wall_clock()
             self._drain()
             task.flush()
+            task.commit_stores({})
 
     def get_state_store(self, name: str) -> Any:
         for task in self.tasks:
@@ -239,6 +241,7 @@ class TopologyTestDriver:
         self.closed = True
         for task in self.tasks:
             task.flush()
+            task.commit_stores({})
             task.close()
         if self.topology.global_stores:
             self._global_feeder.close()

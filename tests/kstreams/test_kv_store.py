@@ -187,7 +187,9 @@ def test_rocksdb_data_survives_close_and_reopen(tmp_path: Path) -> None:
     fill(store)
     store.put("b", None)
     store.put("t", 9, 99)
-    store.close()  # flushes pending writes
+    store.flush()
+    store.commit()  # close() drops what was not committed
+    store.close()
     with pytest.raises(RuntimeError, match="closed"):
         store.get("a")
     reopened = make("rocksdb", tmp_path)

@@ -97,6 +97,8 @@ def test_rocksdb_window_store_survives_reopen(tmp_path) -> None:
     store = make(tmp_path, retention_ms=100, window_size_ms=10)
     store.put("k", 1, 10, timestamp=11)
     store.put("j", 2, 60, timestamp=61)
+    store.flush()
+    store.commit()  # close() drops what was not committed
     store.close()
     store = make(tmp_path, retention_ms=100, window_size_ms=10)
     assert list(store.fetch("k", 0, 100)) == [(10, 1)]
@@ -141,6 +143,8 @@ def test_session_store_retention_and_reopen(tmp_path) -> None:
     assert [w.key for w, _ in store.find_sessions_by_end(0, 20)] == ["a", "b"]
     store.put(Windowed("b", Window(15, 16)), 3)  # 5 < 16 - 10: gone everywhere
     assert [w.key for w, _ in store.find_sessions_by_end(0, 20)] == ["b", "b"]
+    store.flush()
+    store.commit()
     store.close()
     store = make(tmp_path, "session", retention_ms=10)
     assert [v for _, v in store.all()] == [2, 3]

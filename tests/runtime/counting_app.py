@@ -1,7 +1,9 @@
 """A counting application for crash tests, run as a child process.
 
 Usage: python counting_app.py BOOTSTRAP GUARANTEE STATE_DIR [CACHE_MAX_BYTES]
-(the environment variable COUNTING_APP_CONFIG may hold a JSON object of further settings)
+(the environment variable COUNTING_APP_CONFIG may hold a JSON object of further settings;
+COUNTING_APP_PROGRESS=1 prints ``PROGRESS <records processed> <commits>`` whenever the commit
+count moves, so a test can tell how many records a commit interval held)
 Counts records per key from ``crash-input`` into ``crash-counts``; prints state changes and the
 restore and standby listeners' calls (``RESTORE {json}``, ``STANDBY {json}``); stops cleanly on
 SIGTERM. The record cache is off unless CACHE_MAX_BYTES is given, so that every
@@ -13,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 import time
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
@@ -49,6 +52,22 @@ class PrintingListener:
                     end=current_end_offset, reason=reason)
 
 
+def print_progress(streams: KafkaStreams) -> None:
+    """The stream thread's process-total and commit-total, printed as commits happen."""
+    last = None
+    while True:
+        try:
+            values = {name.name: value for name, value in streams.metrics().items()
+                      if name.name in ("process-total", "commit-total")}
+        except Exception:  # not started yet, or closing
+            values = {}
+        commits = values.get("commit-total")
+        if commits is not None and commits != last:
+            last = commits
+            print(f"PROGRESS {int(values.get('process-total', 0))} {int(commits)}", flush=True)
+        time.sleep(0.01)
+
+
 def main() -> None:
     bootstrap, guarantee, state_dir = sys.argv[1:4]
     cache_max_bytes = int(sys.argv[4]) if len(sys.argv) > 4 else 0
@@ -70,6 +89,8 @@ def main() -> None:
     })
     streams.set_global_state_restore_listener(PrintingListener("RESTORE"))
     streams.set_standby_update_listener(PrintingListener("STANDBY"))
+    if os.environ.get("COUNTING_APP_PROGRESS"):
+        threading.Thread(target=print_progress, args=(streams,), daemon=True).start()
     run_until_sigterm(streams)
 
 

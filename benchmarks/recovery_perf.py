@@ -1,0 +1,296 @@
+"""Recovery: how long a restarted instance takes to answer again, and what it restores.
+
+A count per key over ``--keys`` distinct keys (default 1,000,000, so the store holds that many
+entries) on the bundled broker, 4 input partitions, one instance. For each guarantee:
+
+1. the app counts the whole input; once every input offset is committed it is SIGKILLed;
+2. it is restarted on the same state directory while a probe record (a new key) is written;
+   measured: seconds from the restart (process spawn) to the probe's count in the output
+   (read_committed), and the changelog records restored (the app's StateRestoreListener);
+3. after that everything is committed again, it is stopped cleanly (SIGTERM, ``close``);
+4. it is restarted and measured the same way.
+
+A killed member stays in the group until its session times out, so after SIGKILL the
+rebalance that gives the new instance its tasks waits up to ``session.timeout.ms``
+(``--session-timeout-ms``, default 10 s, set in the app). Targets (issue [15]): after SIGKILL,
+records restored <= the last commit interval's records, and time <= 1.5 x the clean restart's
+time + the session timeout.
+
+Run::
+
+    python benchmarks/recovery_perf.py                       # 1,000,000 keys, both guarantees
+    python benchmarks/recovery_perf.py --keys 100000 --guarantees eos
+    python benchmarks/recovery_perf.py --ours-tree /tmp/old  # another tree (e.g. git archive
+                                                             # of an older commit) for "before"
+
+Every process started (broker, apps) is stopped on exit, including on Ctrl-C and SIGTERM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench_common import REPO_ROOT, Processes, raise_on_sigterm, start_broker
+
+try:
+    from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+except ImportError:  # pragma: no cover - reported to the user
+    sys.exit("recovery_perf: confluent-kafka is missing; pip install -e '.[bench]'")
+
+APP = Path(__file__).resolve().with_name("recovery_perf_app.py")
+INPUT = "recovery-input"
+GUARANTEES = {"alos": "at_least_once", "eos": "exactly_once_v2"}
+
+
+@dataclass
+class Restart:
+    guarantee: str
+    after: str  # "SIGKILL" | "clean stop"
+    seconds_to_first_result: float
+    seconds_to_running: float
+    restored: int
+
+
+def create_topics(bootstrap: str, topics: dict[str, int]) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in topics.items()],
+                                  operation_timeout=10, request_timeout=15)
+    for fut in futures.values():
+        try:
+            fut.result(20)
+        except KafkaException as exc:
+            if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise
+
+
+def produce(bootstrap: str, records: list[tuple[str, str]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20,
+                         "partitioner": "murmur2_random", "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000})
+    for key, value in records:
+        while True:
+            try:
+                producer.produce(INPUT, value.encode(), key.encode())
+                break
+            except BufferError:
+                producer.poll(0.05)
+    remaining = producer.flush(60)
+    if remaining:
+        raise RuntimeError(f"{remaining} input records not delivered")
+
+
+def input_ends(bootstrap: str, partitions: int) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "recovery-perf-probe"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(INPUT, p), timeout=10)[1]
+                for p in range(partitions)}
+    finally:
+        consumer.close()
+
+
+def all_committed(bootstrap: str, app_id: str, partitions: int) -> bool:
+    ends = input_ends(bootstrap, partitions)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": app_id,
+                         "enable.auto.commit": False})
+    try:
+        committed = consumer.committed([TopicPartition(INPUT, p) for p in range(partitions)],
+                                       timeout=10)
+    finally:
+        consumer.close()
+    return all(tp.offset == ends[tp.partition] for tp in committed)
+
+
+class App:
+    """One run of the counting app; its stdout lines are read from its log."""
+
+    def __init__(self, procs: Processes, args: argparse.Namespace, bootstrap: str,
+                 app_id: str, guarantee: str, state_dir: Path, log: Path) -> None:
+        tree = args.ours_tree or str(REPO_ROOT)
+        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=tree)
+        self.log = log
+        self.started = time.monotonic()
+        self.proc = procs.start([sys.executable, str(APP), bootstrap, app_id,
+                                 GUARANTEES[guarantee], str(state_dir),
+                                 str(args.session_timeout_ms)], log, env=env, cwd=tree)
+        self.procs = procs
+        self.running_at: float | None = None
+
+    def lines(self) -> list[str]:
+        return self.log.read_text(errors="replace").splitlines()
+
+    def check(self) -> None:
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"app exited with {self.proc.returncode}; see {self.log}")
+        if self.running_at is None and "STATE RUNNING" in self.lines():
+            self.running_at = time.monotonic()
+
+    def restored(self) -> int:
+        return sum(int(line.split()[3]) for line in self.lines() if line.startswith("RESTORED "))
+
+    def stop(self, sig: int) -> None:
+        self.procs.stop(self.proc, sig, timeout=90)
+
+
+def wait(condition, timeout: float, what: str, poll: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+        time.sleep(poll)
+
+
+class OutputWatch:
+    """A read_committed consumer at the end of the output topic, looking for one key."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "recovery-watch",
+                                  "isolation.level": "read_committed",
+                                  "enable.auto.commit": False})
+        tps = []
+        for p in range(partitions):
+            _, high = self.consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            tps.append(TopicPartition(topic, p, high))
+        self.consumer.assign(tps)
+
+    def wait_for(self, key: bytes, app: App, timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            app.check()
+            for message in self.consumer.consume(1000, 0.05):
+                if message.error() is None and message.key() == key:
+                    return time.monotonic()
+        raise RuntimeError(f"no result for {key!r} within {timeout:.0f} s; see {app.log}")
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+def restart(procs: Processes, args: argparse.Namespace, bootstrap: str, app_id: str,
+            guarantee: str, state_dir: Path, work: Path, label: str, probe: str) -> tuple[App,
+                                                                                         Restart]:
+    watch = OutputWatch(bootstrap, f"{app_id}-counts", args.partitions)
+    try:
+        app = App(procs, args, bootstrap, app_id, guarantee, state_dir,
+                  work / f"{app_id}-{label.replace(' ', '-')}.log")
+        produce(bootstrap, [(probe, "x")])
+        seen = watch.wait_for(probe.encode(), app, args.timeout)
+    finally:
+        watch.close()
+    app.check()
+    running = (app.running_at or seen) - app.started
+    return app, Restart(guarantee, label, round(seen - app.started, 2), round(running, 2),
+                        app.restored())
+
+
+def run_guarantee(procs: Processes, args: argparse.Namespace, bootstrap: str, work: Path,
+                  guarantee: str) -> list[Restart]:
+    app_id = f"recovery-{guarantee}"
+    state_dir = work / f"state-{guarantee}"
+    started = time.monotonic()
+    app = App(procs, args, bootstrap, app_id, guarantee, state_dir, work / f"{app_id}-load.log")
+    wait(lambda: (app.check(), all_committed(bootstrap, app_id, args.partitions))[1],
+         args.timeout, f"{app_id} to count the input", poll=1.0)
+    print(f"  {guarantee}: counted {args.keys:,} keys in {time.monotonic() - started:.1f} s",
+          flush=True)
+    app.stop(signal.SIGKILL)
+    rows = []
+    app, row = restart(procs, args, bootstrap, app_id, guarantee, state_dir, work, "SIGKILL",
+                       f"probe-{guarantee}-kill")
+    rows.append(row)
+    print(f"  {row}", flush=True)
+    wait(lambda: (app.check(), all_committed(bootstrap, app_id, args.partitions))[1],
+         args.timeout, f"{app_id} to commit after the restart", poll=0.5)
+    app.stop(signal.SIGTERM)
+    if "CLOSED" not in app.lines():
+        raise RuntimeError(f"{app_id} did not close cleanly; see {app.log}")
+    app, row = restart(procs, args, bootstrap, app_id, guarantee, state_dir, work,
+                       "clean stop", f"probe-{guarantee}-clean")
+    rows.append(row)
+    print(f"  {row}", flush=True)
+    app.stop(signal.SIGTERM)
+    return rows
+
+
+def render(rows: list[Restart], args: argparse.Namespace) -> str:
+    session_s = args.session_timeout_ms / 1000
+    out = [f"recovery after restart: count over {args.keys:,} keys, {args.partitions} "
+           f"partitions, session.timeout.ms={args.session_timeout_ms}, tree "
+           f"{args.ours_tree or REPO_ROOT}",
+           f"{'guarantee':<10} {'after':<11} {'first result s':>14} {'RUNNING s':>10} "
+           f"{'restored':>10}  target"]
+    for row in rows:
+        target = ""
+        if row.after == "SIGKILL":
+            clean = next((r for r in rows if r.guarantee == row.guarantee
+                          and r.after == "clean stop"), None)
+            if clean is not None:
+                limit = 1.5 * clean.seconds_to_first_result + session_s
+                target = (f"time <= {limit:.2f} s: "
+                          f"{'met' if row.seconds_to_first_result <= limit else 'MISSED'}")
+        out.append(f"{row.guarantee:<10} {row.after:<11} {row.seconds_to_first_result:>14.2f} "
+                   f"{row.seconds_to_running:>10.2f} {row.restored:>10,}  {target}")
+    return "\n".join(out)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--keys", type=int, default=1_000_000, help="distinct keys (default 1M)")
+    p.add_argument("--partitions", type=int, default=4)
+    p.add_argument("--guarantees", default="alos,eos", help="comma list of alos, eos")
+    p.add_argument("--session-timeout-ms", type=int, default=10_000)
+    p.add_argument("--timeout", type=float, default=900, help="per step, seconds")
+    p.add_argument("--ours-tree", metavar="DIR",
+                   help="source tree the app imports streams from (default: this checkout)")
+    p.add_argument("--json", metavar="PATH", help="write the rows as JSON")
+    p.add_argument("--keep-data", action="store_true", help="keep the temp dir")
+    args = p.parse_args(argv)
+    args.guarantee_list = [g.strip() for g in args.guarantees.split(",") if g.strip()]
+    unknown = set(args.guarantee_list) - set(GUARANTEES)
+    if unknown:
+        p.error(f"unknown guarantee(s) {sorted(unknown)}; use alos, eos")
+    if args.keys < 1:
+        p.error("--keys must be at least 1")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    signal.signal(signal.SIGTERM, raise_on_sigterm)
+    work = Path(tempfile.mkdtemp(prefix="recovery-perf-"))
+    procs = Processes()
+    try:
+        bootstrap, _ = start_broker(procs, work)
+        create_topics(bootstrap, {INPUT: args.partitions, **{
+            f"recovery-{g}-counts": args.partitions for g in args.guarantee_list}})
+        started = time.monotonic()
+        produce(bootstrap, [(f"key-{i:08d}", "x") for i in range(args.keys)])
+        print(f"input: {args.keys:,} keys in {time.monotonic() - started:.1f} s", flush=True)
+        rows: list[Restart] = []
+        for guarantee in args.guarantee_list:
+            rows.extend(run_guarantee(procs, args, bootstrap, work, guarantee))
+        print(render(rows, args))
+        if args.json:
+            Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=2))
+        return 0
+    except KeyboardInterrupt:
+        return 130
+    finally:
+        procs.close()
+        if args.keep_data:
+            print(f"data kept in {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
