@@ -1,8 +1,11 @@
 """State store interfaces.
 
-Two layers, as in Kafka Streams: a *bytes* store (RocksDB or memory) ordered by serialized key,
-and a *typed* facade that applies serdes, keeps timestamps and logs every change to the
-store's changelog. Processors and interactive queries see the typed facade.
+A stack of layers, one concern each, as in Kafka Streams: Metered (metered.py, operation
+latencies at metrics.recording.level=DEBUG) -> the typed store with its record cache (kv.py,
+window.py, session.py; cache.py) -> ChangeLogging (changelogging.py: every write also goes to
+the changelog) -> a *bytes* store ordered by serialized key: RocksDB (rocksdb.py, transactional:
+a commit's writes and changelog offsets reach the database in one atomic write) or memory.
+Processors and interactive queries see the top of the stack.
 """
 
 from __future__ import annotations
@@ -22,7 +25,15 @@ class BytesKeyValueStore(Protocol):
 
     def get(self, key: bytes) -> bytes | None: ...
 
-    def put(self, key: bytes, value: bytes | None) -> None: ...
+    def read_get(self, key: bytes) -> bytes | None: ...
+
+    def put(self, key: bytes, value: bytes | None, timestamp: int = -1) -> None:
+        """``timestamp`` (the record's) is for a ChangeLogging layer; bytes stores ignore it."""
+        ...
+
+    def put_unlogged(self, key: bytes, value: bytes | None) -> None:
+        """A write that is never logged (restoration, retention)."""
+        ...
 
     def range(self, from_key: bytes | None, to_key: bytes | None,
               reverse: bool = False) -> Iterator[tuple[bytes, bytes]]: ...
@@ -36,9 +47,26 @@ class BytesKeyValueStore(Protocol):
 
     def read_num_entries(self) -> int: ...
 
-    def flush(self) -> None: ...
+    def flush(self) -> None:
+        """Write every uncommitted change now, without changelog offsets."""
+        ...
 
-    def close(self) -> None: ...
+    def prepare_commit(self) -> None:
+        """A commit starts: what was written so far is what ``commit`` will write."""
+        ...
+
+    def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
+        """The commit succeeded: write the prepared changes and the changelog ``offsets``
+        atomically."""
+        ...
+
+    def stored_offsets(self) -> dict[tuple[str, int], int]:
+        """The changelog offsets of the last commit in the database."""
+        ...
+
+    def close(self) -> None:
+        """Close; changes not committed are dropped."""
+        ...
 
     def wipe(self) -> None:
         """Delete all local data (EOS recovery after an unclean stop)."""

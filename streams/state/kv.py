@@ -9,6 +9,7 @@ from typing import Any
 from ..serde import Serde
 from .api import BytesKeyValueStore, ChangeLogger
 from .cache import CachingStore, overlay_sorted
+from .changelogging import with_change_logging
 
 _TS = struct.Struct(">q")
 NO_TIMESTAMP = -1
@@ -19,7 +20,8 @@ class KeyValueStore(CachingStore):
 
     With ``timestamped`` the stored value is ``[timestamp: 8 bytes][value]`` (Kafka's
     timestamped store layout) so table processors can emit the right output timestamps.
-    Every write is sent to the changelog logger (plain value, record timestamp).
+    With a ``logger`` the bytes store is put under a ChangeLogging layer (changelogging.py):
+    every write goes to the changelog too (plain value, record timestamp).
 
     A task may attach a ``CacheBudget``; the store then caches once its one writing processor
     calls ``enable_caching`` (see cache.py): writes wait in the cache until ``flush_cache``
@@ -37,11 +39,10 @@ class KeyValueStore(CachingStore):
         logger: ChangeLogger | None = None,
     ) -> None:
         self.name = name
-        self.inner = inner
+        self.inner = with_change_logging(inner, logger, timestamped)
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.timestamped = timestamped
-        self.logger = logger
         self._init_caching()
 
     @property
@@ -139,13 +140,11 @@ class KeyValueStore(CachingStore):
     def _store_value(self, key_bytes: bytes, value: Any, timestamp: int) -> None:
         value_bytes = self.value_serde.serialize(self.name, value)
         if value_bytes is None:
-            self.inner.put(key_bytes, None)
+            self.inner.put(key_bytes, None, timestamp)
         elif self.timestamped:
-            self.inner.put(key_bytes, _TS.pack(timestamp) + value_bytes)
+            self.inner.put(key_bytes, _TS.pack(timestamp) + value_bytes, timestamp)
         else:
-            self.inner.put(key_bytes, value_bytes)
-        if self.logger is not None:
-            self.logger(key_bytes, value_bytes, timestamp)
+            self.inner.put(key_bytes, value_bytes, timestamp)
 
     def put_if_absent(self, key: Any, value: Any, timestamp: int = NO_TIMESTAMP) -> Any:
         existing = self.get(key)
@@ -171,11 +170,11 @@ class KeyValueStore(CachingStore):
         if self.cache is not None:
             self.cache.discard(key)
         if value is None:
-            self.inner.put(key, None)
+            self.inner.put_unlogged(key, None)
         elif self.timestamped:
-            self.inner.put(key, _TS.pack(timestamp) + value)
+            self.inner.put_unlogged(key, _TS.pack(timestamp) + value)
         else:
-            self.inner.put(key, value)
+            self.inner.put_unlogged(key, value)
 
     def flush(self) -> None:
         """The commit starts: write the cached changes (and forward them), then hand what

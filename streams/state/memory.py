@@ -22,7 +22,9 @@ class InMemoryBytesStore:
     def get(self, key: bytes) -> bytes | None:
         return self._data.get(key)
 
-    def put(self, key: bytes, value: bytes | None) -> None:
+    def put(self, key: bytes, value: bytes | None, timestamp: int = -1) -> None:
+        """``timestamp`` is for the ChangeLogging layer above; a bytes store keeps
+        none."""
         if value is None:
             if self._data.pop(key, None) is not None and self._sorted is not None:
                 index = bisect.bisect_left(self._sorted, key)
@@ -31,6 +33,9 @@ class InMemoryBytesStore:
         if key not in self._data:
             self._sorted = None  # re-sorted on the next range query
         self._data[key] = value
+
+    def put_unlogged(self, key: bytes, value: bytes | None) -> None:
+        self.put(key, value)  # nothing logs at this layer
 
     def _keys(self) -> list[bytes]:
         if self._sorted is None:

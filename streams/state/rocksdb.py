@@ -95,10 +95,14 @@ class RocksDBBytesStore:
                 return value  # type: ignore[return-value]
         return self.db.get(key)
 
-    def put(self, key: bytes, value: bytes | None) -> None:
+    def put(self, key: bytes, value: bytes | None, timestamp: int = -1) -> None:
+        """``timestamp`` is for the ChangeLogging layer above; a bytes store keeps
+        none."""
         if self._pending_sorted is not None and key not in self._pending:
             bisect.insort(self._pending_sorted, key)
         self._pending[key] = value
+
+    put_unlogged = put  # nothing logs at this layer
 
     def range(self, from_key: bytes | None, to_key: bytes | None,
               reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:

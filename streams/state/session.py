@@ -37,6 +37,7 @@ from typing import Any
 from ..serde import Serde
 from ..windowing import Window, Windowed
 from .api import BytesKeyValueStore, ChangeLogger
+from .changelogging import with_change_logging
 from .window import _TimeIndexed
 
 _LONG = struct.Struct(">q")
@@ -56,10 +57,9 @@ class SessionStore(_TimeIndexed):
         retention_ms: int,
         logger: ChangeLogger | None = None,
     ) -> None:
-        super().__init__(name, inner, index, retention_ms)
+        super().__init__(name, with_change_logging(inner, logger, False), index, retention_ms)
         self.key_serde = key_serde
         self.value_serde = value_serde
-        self.logger = logger
 
     # -- encoding -----------------------------------------------------------------------------
 
@@ -98,15 +98,11 @@ class SessionStore(_TimeIndexed):
         self._advance(window.end)
         if window.end <= self._cutoff():
             return
-        self._write(primary, value_bytes)
-        if self.logger is not None:
-            self.logger(primary, value_bytes, window.end if timestamp is None else timestamp)
+        self._write(primary, value_bytes, window.end if timestamp is None else timestamp)
 
     def remove(self, windowed: Windowed[Any], timestamp: int | None = None) -> None:
         primary = self._session_key(windowed)
-        self._write(primary, None)
-        if self.logger is not None:
-            self.logger(primary, None, windowed.window.end if timestamp is None else timestamp)
+        self._write(primary, None, windowed.window.end if timestamp is None else timestamp)
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
         end = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]

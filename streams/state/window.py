@@ -59,6 +59,7 @@ from ..serde import Serde
 from ..windowing import Window, Windowed
 from .api import BytesKeyValueStore, ChangeLogger
 from .cache import CacheBudget, CacheEntry, CachingStore, overlay_sorted
+from .changelogging import with_change_logging
 
 log = logging.getLogger(__name__)
 
@@ -112,8 +113,13 @@ class _TimeIndexed:
     def _index_key(self, primary: bytes) -> bytes:
         raise NotImplementedError
 
-    def _write(self, primary: bytes, stored: bytes | None) -> None:
-        self.inner.put(primary, stored)
+    def _write(self, primary: bytes, stored: bytes | None, timestamp: int | None = None) -> None:
+        """Write the primary and index entries; with a ``timestamp`` the primary write is
+        logged (when a ChangeLogging layer is there), without one it is not (restoration)."""
+        if timestamp is None:
+            self.inner.put_unlogged(primary, stored)
+        else:
+            self.inner.put(primary, stored, timestamp)
         self.index.put(self._index_key(primary), None if stored is None else b"")
 
     def _expire(self) -> None:
@@ -125,7 +131,7 @@ class _TimeIndexed:
             if _LONG.unpack_from(index_key)[0] >= cutoff:
                 break
             self.index.put(index_key, None)
-            self.inner.put(self._primary_from_index(index_key), None)
+            self.inner.put_unlogged(self._primary_from_index(index_key), None)
         self._cleaned_to = cutoff
 
     def _primary_from_index(self, index_key: bytes) -> bytes:
@@ -180,13 +186,13 @@ class WindowStore(CachingStore, _TimeIndexed):
         timestamped: bool = True,
         logger: ChangeLogger | None = None,
     ) -> None:
-        super().__init__(name, inner, index, retention_ms)
+        super().__init__(name, with_change_logging(inner, logger, timestamped), index,
+                         retention_ms)
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.window_size_ms = window_size_ms
         self.retain_duplicates = retain_duplicates
         self.timestamped = timestamped
-        self.logger = logger
         self._seqnum = 0
         self._init_caching()
 
@@ -250,9 +256,7 @@ class WindowStore(CachingStore, _TimeIndexed):
             stored = _LONG.pack(timestamp) + value_bytes
         else:
             stored = value_bytes
-        self._write(primary, stored)
-        if self.logger is not None:
-            self.logger(primary, value_bytes, timestamp)
+        self._write(primary, stored, timestamp)
 
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
         stored = self.inner.get(primary)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from streams import Serdes
+from streams.state.changelogging import ChangeLoggingBytesStore
 from streams.state.kv import KeyValueStore
 from streams.state.memory import InMemoryBytesStore
 from streams.state.rocksdb import RocksDBBytesStore
@@ -226,9 +227,12 @@ def test_store_builder_builds_both_kinds_with_change_logging(tmp_path: Path) -> 
     rocks = StoreBuilder("r").build(ctx)
     memory = StoreBuilder("m", store_type="memory").build(ctx)
     quiet = StoreBuilder("q", store_type="memory", logging=False).build(ctx)
-    assert isinstance(rocks.inner, RocksDBBytesStore)
-    assert rocks.inner.directory == tmp_path / "rocksdb" / "r"
-    assert isinstance(memory.inner, InMemoryBytesStore)
+    # Metered -> Caching -> ChangeLogging -> bytes store: the logged ones have the layer
+    assert isinstance(rocks.inner, ChangeLoggingBytesStore)
+    assert isinstance(rocks.inner.inner, RocksDBBytesStore)
+    assert rocks.inner.inner.directory == tmp_path / "rocksdb" / "r"
+    assert isinstance(memory.inner.inner, InMemoryBytesStore)
+    assert isinstance(quiet.inner, InMemoryBytesStore)
     for store in (rocks, memory, quiet):
         store.put("k", 1)
     assert logged == [("r", b"k"), ("m", b"k")]
