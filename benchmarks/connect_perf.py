@@ -25,9 +25,15 @@ round (fresh topics each round, median of the rounds reported):
   file has N lines. Neither clock includes the fsync + offset commit that follow (the worker does
   them every ``offset.flush.interval.ms``; the plain consumer does them after its clock stops).
 
+* **source, exactly-once**: the same DataGen connector on a distributed worker with
+  ``exactly.once.source.support=enabled`` (KIP-618: a transaction per ``poll()`` batch holding the
+  records and their source offsets), timed from the POST until a ``read_committed`` consumer has
+  counted N records; its "plain" column is the at-least-once worker's source figure of the same
+  round, so its ratio is exactly-once / at-least-once.
+
 It prints a table (median records/s of each, the median of the per-round worker/plain ratios, CPU
-of the worker process) and checks the target: worker >= 0.8x plain for both paths
-(``pass``/``short``). ``--profile PREFIX`` attaches ``py-spy record --format raw`` to the worker
+of the worker process) and checks the target: worker >= 0.8x plain for every path, the
+exactly-once source >= 0.8x the at-least-once one (``pass``/``short``). ``--profile PREFIX`` attaches ``py-spy record --format raw`` to the worker
 during each path (``pip install py-spy``).
 
 Every process started (broker, worker, py-spy) is stopped on exit, including on Ctrl-C, SIGTERM and
@@ -173,6 +179,70 @@ async def start_worker(procs: Processes, work: Path, bootstrap: str
             if time.monotonic() > deadline:
                 raise RuntimeError("worker REST not ready after 30s") from None
             await asyncio.sleep(0.2)
+
+
+async def start_eos_worker(procs: Processes, work: Path, bootstrap: str
+                           ) -> tuple[str, subprocess.Popen[bytes]]:
+    """A distributed worker (exactly-once sources need one) with the standalone one's converters."""
+    port = free_port()
+    props = work / "eos-worker.properties"
+    props.write_text("\n".join([
+        f"bootstrap.servers={bootstrap}",
+        f"listeners=http://127.0.0.1:{port}",
+        "group.id=bench-eos", "config.storage.topic=bench-eos-configs",
+        "offset.storage.topic=bench-eos-offsets", "status.storage.topic=bench-eos-status",
+        "config.storage.replication.factor=1", "offset.storage.replication.factor=1",
+        "status.storage.replication.factor=1",
+        "exactly.once.source.support=enabled",
+        "key.converter=org.apache.kafka.connect.storage.StringConverter",
+        "value.converter=org.apache.kafka.connect.json.JsonConverter",
+        "value.converter.schemas.enable=false",
+        "offset.flush.interval.ms=10000",
+    ]) + "\n")
+    log_path = work / "eos-worker.log"
+    proc = procs.start([sys.executable, "-m", "streams.cli.main", "connect", "distributed",
+                        str(props)], log_path, **repo_env())
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while True:
+        _check_alive(proc, "exactly-once worker", log_path)
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as resp:
+                if resp.status == 200:
+                    return url, proc
+        except (OSError, urllib.error.URLError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("exactly-once worker not ready after 60s")
+        await asyncio.sleep(0.2)
+
+
+async def eos_source(url: str, bootstrap: str, topic: str, n: int, pid: int, name: str,
+                     timeout: float) -> Figure:
+    """DataGen on the exactly-once worker, until a read_committed reader counted N records."""
+    consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, isolation_level="read_committed",
+                                auto_offset_reset="earliest", enable_auto_commit=False,
+                                max_poll_records=10_000)
+    await consumer.start()
+    try:
+        config = {"connector.class": "DataGen", "quickstart": "pageviews", "kafka.topic": topic,
+                  "iterations": str(n), "tasks.max": "1", "random.seed": "1"}
+        c0, t0 = process_cpu_seconds(pid), time.perf_counter()
+        rest(url + "/connectors", "POST", {"name": name, "config": config})
+        got = 0
+        while got < n:
+            if time.perf_counter() - t0 > timeout:
+                return Figure(got, time.perf_counter() - t0, error=f"only {got} of {n} records")
+            for batch in (await consumer.getmany(timeout_ms=50)).values():
+                got += len(batch)
+        fig = Figure(n, time.perf_counter() - t0, process_cpu_seconds(pid) - c0)
+        if got != n:
+            fig.error = f"{got} committed records in the topic, expected {n}"
+        return fig
+    finally:
+        await consumer.stop()
+        with contextlib.suppress(Exception):
+            rest(f"{url}/connectors/{name}", "DELETE")
 
 
 async def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
@@ -364,9 +434,12 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path) -> dict[st
           flush=True)
     url, worker = await start_worker(procs, work, bootstrap)
     print(f"  worker on {url} (pid {worker.pid})", flush=True)
+    eos_url, eos_worker = await start_eos_worker(procs, work, bootstrap)
+    print(f"  exactly-once worker on {eos_url} (pid {eos_worker.pid})", flush=True)
     profiler = Profiler(procs, args.profile, worker.pid, work)
     results = {"source": PathResult("DataGen -> topic"),
-               "sink": PathResult("topic -> FileStreamSink")}
+               "sink": PathResult("topic -> FileStreamSink"),
+               "eos": PathResult("DataGen EOS / at-least")}
     n, timeout = args.records, args.timeout
     for r in range(args.repeat):
         if args.repeat > 1:
@@ -382,7 +455,14 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path) -> dict[st
         finally:
             profiler.stop()
         results["source"].worker.append(fig)
+        results["eos"].plain.append(fig)
         print(f"    source worker: {fig.records_per_s:>10,.0f} records/s"
+              + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
+        etopic = f"bench-eos-{r}"
+        await create_topic(bootstrap, etopic, args.partitions)
+        fig = await eos_source(eos_url, bootstrap, etopic, n, eos_worker.pid, f"eos-{r}", timeout)
+        results["eos"].worker.append(fig)
+        print(f"    source EOS:    {fig.records_per_s:>10,.0f} records/s"
               + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
         fig = await plain_produce(bootstrap, ptopic, n)
         results["source"].plain.append(fig)
@@ -470,6 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         print()
         print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
         print(table)
+        print("(the EOS row's 'plain' column is the at-least-once worker's source figure)")
         if args.json:
             Path(args.json).write_text(json.dumps({
                 "command": sys.argv, "python": platform.python_version(),

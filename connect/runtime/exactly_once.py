@@ -231,21 +231,47 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             if type(task).commit_record is not SourceTask.commit_record else None
         self._source_task = task
         self._last_commit = time.monotonic()
+        prefetched: asyncio.Future | None = None
         try:
             while not self.stopping:
                 await self.wait_resumed()
                 if self.stopping:
                     break
-                records = await self.call(task.poll)
+                if prefetched is not None:
+                    records, prefetched = await prefetched, None
+                else:
+                    records = await self.call(task.poll)
                 if records:
                     self.records_polled += len(records)
                     await self._dispatch(records, chain, converters, errors)
                 elif not self.stopping:
                     await asyncio.sleep(0.01)
-                await self._batch_boundary()
+                if self._commit_due():
+                    # The next poll runs on the task's thread while this transaction commits;
+                    # its records go into the next transaction (poll and interval boundaries).
+                    if not self.stopping and not self.paused:
+                        prefetched = asyncio.ensure_future(self.call(task.poll))
+                    await self._commit()
+                else:
+                    await self._batch_boundary()
         except BaseException:
             self._failed = True
             raise
+        finally:
+            if prefetched is not None:  # polled, never sent: read again after a restart
+                prefetched.cancel()
+                with contextlib.suppress(BaseException):
+                    await prefetched
+
+    def _commit_due(self) -> bool:
+        """Whether a poll or interval boundary was reached (connector boundaries: never)."""
+        if self.boundary is TransactionBoundary.POLL:
+            return self.in_transaction or bool(self.pending_offsets)
+        if self.boundary is TransactionBoundary.INTERVAL \
+                and time.monotonic() >= self._last_commit + self.interval_s:
+            self._last_commit = time.monotonic()
+            return self.in_transaction or bool(self.pending_offsets)
+        return False
 
     async def _dispatch(self, records: list, chain: Any, converters: Any,
                         errors: ErrorHandler) -> None:
