@@ -44,6 +44,15 @@ test-cluster: $(VENV)/.installed kafka-reference
 	$(PY) -m pytest -q -rfE --kafka=cluster tests/runtime/test_cluster_runtime.py \
 		tests/faults/test_faults.py -k "cluster or pauses_while_input"
 
+# Apache Kafka's own Connect 4.3.1 (standalone and distributed, FileStream connectors, SIGKILL and
+# rejoin) and its MirrorMaker 2 (between two of our brokers) against our broker: about 4 minutes,
+# so not part of `make test`. Jars from Maven Central into .reference/connect-libs/ (once; pinned
+# in tests/reference/connect/pom.xml). Without java or mvn every test skips, saying so.
+.PHONY: connect-reference
+connect-reference: $(VENV)/.installed
+	$(PY) -m tests.reference.connect prepare
+	$(PY) -m pytest -q -rfE tests/reference/connect/suite.py
+
 # The protocol fuzzer (tests/fuzz) with a random seed for FUZZ_SECONDS; it prints the seed and
 # every failing frame (python -m tests.fuzz --seed S --seconds N reproduces a run).
 FUZZ_SECONDS ?= 180
