@@ -194,6 +194,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                                                  self.id.task)
         self.in_transaction = False
         self.pending_offsets: dict[str, tuple[dict, dict | None]] = {}
+        self._written: dict[str, dict | None] = {}  # offsets sent in the open transaction
         self._last_commit = time.monotonic()
         self._failed = False
 
@@ -299,13 +300,29 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         if not records:
             return
         await self._begin()
-        sent = await self._send_all(records, chain, converters, errors)
-        self.transaction_metrics.add_records(sent)
         pending = self.pending_offsets
         for record in records:  # dispatched or dropped: either way not to be read again
             partition, offset = record.source_partition, record.source_offset
             if partition is not None and offset is not None:
                 pending[self._key_of(partition)] = (partition, offset)
+        if self.boundary is TransactionBoundary.POLL:
+            # This batch ends the transaction: its offsets go out ahead of its records, so the
+            # producer adds both partitions to the transaction at once.
+            await self._write_offsets()
+        sent = await self._send_all(records, chain, converters, errors)
+        self.transaction_metrics.add_records(sent)
+
+    async def _write_offsets(self) -> None:
+        """Send the pending offsets not yet sent in this transaction to the offsets topic."""
+        assert self.offsets is not None and self.offsets.topic
+        topic, written = self.offsets.topic, self._written
+        for key, (partition, offset) in self.pending_offsets.items():
+            if key in written and written[key] is offset:
+                continue
+            value = None if offset is None else json.dumps(dict(offset), sort_keys=True).encode()
+            await self.producer.send(topic, key=offset_key(self.id.connector, partition).encode(),
+                                     value=value)
+            written[key] = offset
 
     async def _batch_boundary(self) -> None:
         if self.boundary is TransactionBoundary.POLL:
@@ -336,12 +353,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         await self._begin()  # after an abort, the offsets still need a transaction
         await self.collector.flush()
         offsets = list(self.pending_offsets.values())
-        assert self.offsets is not None and self.offsets.topic
-        topic = self.offsets.topic
-        for partition, offset in offsets:
-            key = offset_key(self.id.connector, partition).encode()
-            value = None if offset is None else json.dumps(dict(offset), sort_keys=True).encode()
-            await self.producer.send(topic, key=key, value=value)
+        await self._write_offsets()
+        assert self.offsets is not None
         try:
             await self.producer.commit_transaction()
         except Exception as exc:
@@ -350,6 +363,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                                    f"{type(exc).__name__}: {exc}") from exc
         finally:
             self.in_transaction = False
+            self._written = {}
         self.pending_offsets = {}
         self.offsets.applied(self.id.connector, offsets)
         self.transaction_metrics.committed()
@@ -367,6 +381,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         await asyncio.gather(*futures, return_exceptions=True)
         await self.producer.abort_transaction()
         self.in_transaction = False
+        self._written = {}  # aborted with the records: written again in the next transaction
         self.transaction_metrics.aborted()
         outstanding, self.outstanding = self.outstanding, deque()
         if self._commit_record is not None:
