@@ -72,6 +72,15 @@ SOAK_MINUTES ?= 30
 soak: $(VENV)/.installed
 	$(PY) -m tests.faults.soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
 
+# Random composed DSL topologies (tests/reference/dsl_diff.py) on Kafka Streams 4.4's own
+# TopologyTestDriver and ours, cache off and on at random; prints the seed (fresh unless SEED is
+# given) and every mismatch shrunk to its smallest case (also written to dsl-diff-failures/).
+DSL_DIFF_CASES ?= 2000
+DSL_DIFF_CACHE ?= random
+.PHONY: dsl-diff
+dsl-diff: $(VENV)/.installed kafka-reference
+	$(PY) -m tests.reference.dsl_diff --cases $(DSL_DIFF_CASES) --cache $(DSL_DIFF_CACHE) $(if $(SEED),--seed $(SEED))
+
 # Apache Kafka (pinned in tests/reference/pom.xml) for the reference tests: the jars and the Maven
 # repository go to .reference/ (git-ignored), downloaded once. Without java or mvn it says so and
 # goes on (the reference tests then skip with one line); a failed download fails this target but

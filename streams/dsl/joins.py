@@ -173,7 +173,7 @@ def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: boo
     builder = stream.builder
     topology = builder.topology
     if stream.repartition_required:
-        stream = stream.repartition_for(name or stream.node,
+        stream = stream.repartition_for_join(name or stream.node,
                                         key_serde or stream.key_serde or table.key_serde,
                                         value_serde)
     table_node, store = materialized_view(table)
@@ -230,11 +230,11 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
     topology = builder.topology
     left, right = stream, other
     if left.repartition_required:
-        left = left.repartition_for(f"{name}-left" if name else left.node,
+        left = left.repartition_for_join(f"{name}-left" if name else left.node,
                                     key_serde or left.key_serde or right.key_serde,
                                     value_serde)
     if right.repartition_required:
-        right = right.repartition_for(f"{name}-right" if name else right.node,
+        right = right.repartition_for_join(f"{name}-right" if name else right.node,
                                       key_serde or right.key_serde or stream.key_serde,
                                       other_value_serde)
     left_outer, right_outer = kind in ("left", "outer"), kind == "outer"

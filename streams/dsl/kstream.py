@@ -45,6 +45,8 @@ class KStream:
         self.key_serde = key_serde
         self.value_serde = value_serde
         self.repartition_required = repartition_required
+        # the repartition this stream's joins read (Kafka's KStreamImpl.repartitionNode)
+        self._join_repartition: KStream | None = None
 
     # -- plumbing -----------------------------------------------------------------------------
 
@@ -65,9 +67,12 @@ class KStream:
 
     def repartition_for(self, base: str, key_serde: Serde[Any] | None = None,
                         value_serde: Serde[Any] | None = None,
-                        partitions: int | None = None, optimizable: bool = True) -> KStream:
+                        partitions: int | None = None, optimizable: bool = True,
+                        keep_null_keys: bool = False) -> KStream:
         """Route through ``<application.id>-<base>-repartition`` (filter, sink, source);
-        ``optimizable``: topology.optimization may merge it with others (optimize.py)."""
+        ``optimizable``: topology.optimization may merge it with others (optimize.py).
+        ``keep_null_keys``: a join's repartition passes null keys on (KIP-962: a left or outer
+        join keeps them), others drop them, as Kafka's do."""
         builder = self.builder
         topology = builder.topology
         topic = base if base.endswith("-repartition") else f"{base}-repartition"
@@ -85,7 +90,9 @@ class KStream:
         topology.add_internal_topic(topic, "repartition", partitions,
                                     {"cleanup.policy": "delete", "retention.ms": "-1",
                                      "segment.bytes": "52428800"})
-        topology.add_processor(filter_name, DropNullKeyProcessor, self.node)
+        topology.add_processor(filter_name,
+                               PassThroughProcessor if keep_null_keys else DropNullKeyProcessor,
+                               self.node)
         topology.add_sink(sink_name, topic, filter_name, key_serde=key_serde,
                           value_serde=value_serde)
         topology.add_source(source_name, topic, key_serde=key_serde, value_serde=value_serde)
@@ -95,6 +102,22 @@ class KStream:
                 topic, self.node, filter_name, sink_name, source_name, key_serde, value_serde,
                 partitions))
         return KStream(builder, source_name, key_serde, value_serde, False)
+
+    def repartition_for_join(self, base: str, key_serde: Serde[Any] | None = None,
+                             value_serde: Serde[Any] | None = None) -> KStream:
+        """The repartition a join reads. As Kafka's ``KStreamImpl.repartitionForJoin``, the
+        first unnamed join of this stream makes it and later unnamed joins of the same stream
+        (a second join, the other side of a self-join) read it again; each still spends the
+        three counter values a repartition spends, so later generated names match Kafka's."""
+        cached = self._join_repartition
+        if cached is not None and base == self.node:
+            for prefix in ("KSTREAM-SINK", "KSTREAM-FILTER", "KSTREAM-SOURCE"):
+                self.builder.new_name(prefix)
+            return KStream(self.builder, cached.node, key_serde or self.key_serde,
+                           value_serde or self.value_serde, False)
+        stream = self.repartition_for(base, key_serde, value_serde, keep_null_keys=True)
+        self._join_repartition = stream
+        return stream
 
     # -- stateless ----------------------------------------------------------------------------
 
@@ -146,7 +169,9 @@ class KStream:
 
     def merge(self, other: KStream) -> KStream:
         name = self.builder.new_name("KSTREAM-MERGE")
-        self.builder.topology.add_processor(name, PassThroughProcessor, self.node, other.node)
+        # a stream merged with itself has one parent edge, as in Kafka (each record once)
+        parents = [self.node] if other.node == self.node else [self.node, other.node]
+        self.builder.topology.add_processor(name, PassThroughProcessor, *parents)
         same_key = self.key_serde if self.key_serde is other.key_serde else None
         same_value = self.value_serde if self.value_serde is other.value_serde else None
         return KStream(self.builder, name, same_key, same_value,
@@ -188,8 +213,9 @@ class KStream:
         name = self.builder.new_name("KSTREAM-TOTABLE")
         store_name = mat.name or self.builder.new_store_name("KSTREAM-TOTABLE-")
         # Kafka names toTable's repartition topic after the processor, not the store
-        stream = (self.repartition_for(name, optimizable=False) if self.repartition_required
-                  else self)
+        # ... with the Materialized serdes when it has them (Kafka's toTable)
+        stream = (self.repartition_for(name, mat.key_serde, mat.value_serde, optimizable=False)
+                  if self.repartition_required else self)
         key_serde = mat.key_serde or stream.key_serde
         value_serde = mat.value_serde or stream.value_serde
         topology = self.builder.topology

@@ -356,6 +356,10 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         timestamp = record.timestamp
         tracker = self.tracker
         tracker.advance(timestamp)
+        if tracker.next_emit_ms < 0 and self.emit_interval_ms > 0:
+            # Kafka 4.4's throttle starts with the join's first record: the first emit of
+            # non-joined records waits one interval from then
+            tracker.next_emit_ms = self.context.current_system_time_ms() + self.emit_interval_ms
         key, value = record.key, record.value
         if value is None or (key is None and not self.outer):
             log.debug("stream-stream join: skipping a record with a null key or value")

@@ -4,7 +4,9 @@ It drives the same ``StreamTask`` code as the runtime. Every topic is one partit
 sub-topology is one task (``<id>_0``). What sinks write is captured per topic; records written
 to a topic the topology itself reads (repartition topics, or a user topic read back) are fed
 straight back in. Like Kafka's driver it commits (flushes stores) after every input record and
-has no emit throttling.
+has no emit throttling. The record cache is off unless ``statestore.cache.max.bytes`` (or the
+older ``cache.max.bytes.buffering``) is set above 0; then the stores cache as in the runtime and
+each commit forwards the latest change per key, so one input record's updates fold into one.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 from ..processor.api import Headers, TaskId
 from ..processor.task import InboundRecord, StreamTask, TaskConfig
 from ..serde import Serde, Serdes, resolve_serde
+from ..state.cache import CacheBudget
 from ..state.stores import StoreInitContext
 from ..topology.topology import Topology
 
@@ -75,6 +78,18 @@ class _DriverCollector:
         return 1
 
 
+def _cache_budget(config: dict[str, Any]) -> CacheBudget | None:
+    """The record cache the config asks for; none unless a size above 0 is set."""
+    for key in ("statestore.cache.max.bytes", "cache.max.bytes.buffering"):
+        value = config.get(key)
+        if value is not None:
+            size = int(value)
+            if size < 0:
+                raise ValueError(f"{key} must be >= 0, got {value!r}")
+            return CacheBudget(size) if size > 0 else None
+    return None
+
+
 class TopologyTestDriver:
     __test__ = False
 
@@ -98,6 +113,7 @@ class TopologyTestDriver:
             internal_value_serde=value_default,
             state_dir=self.state_dir,
             app_config=config,  # exception handlers, DLQ topic, timestamp extractor
+            cache=_cache_budget(config),
         )
         self._outputs: dict[str, deque[_Captured]] = {}
         self._produced: set[str] = set()

@@ -280,18 +280,23 @@ def test_configured_default_serdes_are_used_when_none_are_given() -> None:
 
 def test_emit_interval_config_throttles_the_non_joined_check() -> None:
     """Production Kafka checks at most once per interval of wall-clock time (default 0 here,
-    as in Kafka's TopologyTestDriver)."""
+    as in Kafka's TopologyTestDriver); Kafka 4.4 starts the interval at the join's first record
+    (checked against its driver: tests/reference/dsl_cases.py, "outer-join-throttle-*")."""
     windows = JoinWindows.of_time_difference_with_no_grace(5)
     config = {"__emit.interval.ms.kstreams.outer.join.spurious.results.fix__": 1000}
     with TopologyTestDriver(topology("left", windows), config) as driver:
         left = driver.create_input_topic("left", S, S)
         out = driver.create_output_topic("out", S, S)
-        left.pipe_input("a", "A", 1)
-        left.pipe_input("b", "B", 7)  # checks (clock 0): emits A, next check at clock 1000
-        assert out.read_records_to_list() == [TestRecord("a", "[A,null]", 1)]
-        left.pipe_input("c", "C", 13)  # B could go, but the check is throttled
+        left.pipe_input("a", "A", 1)  # the first record: no check before clock 1000
+        left.pipe_input("b", "B", 7)  # A could go, but the check is throttled
         assert out.is_empty()
         driver.advance_wall_clock_time(1000)
-        left.pipe_input("d", "D", 20)
-        assert out.read_records_to_list() == [TestRecord("b", "[B,null]", 7),
-                                              TestRecord("c", "[C,null]", 13)]
+        left.pipe_input("c", "C", 13)  # checks (clock 1000): emits A and B, next at 2000
+        assert out.read_records_to_list() == [TestRecord("a", "[A,null]", 1),
+                                              TestRecord("b", "[B,null]", 7)]
+        left.pipe_input("d", "D", 20)  # C could go, but the check is throttled
+        assert out.is_empty()
+        driver.advance_wall_clock_time(1000)
+        left.pipe_input("e", "E", 27)
+        assert out.read_records_to_list() == [TestRecord("c", "[C,null]", 13),
+                                              TestRecord("d", "[D,null]", 20)]

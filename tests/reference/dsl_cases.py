@@ -362,4 +362,71 @@ def versioned() -> list[Case]:
 
 
 def all_cases() -> list[Case]:
-    return stateless() + aggregations() + windows() + joins() + cogroups() + versioned()
+    return (stateless() + aggregations() + windows() + joins() + cogroups() + versioned()
+            + composed())
+
+
+# -- composed topologies (issue [14]): each a class the composed generator found, shrunk ------
+
+
+def _throttled(name: str, records: list[dict[str, Any]]) -> Case:
+    ops = [op("l", "stream", topic="left"), op("r", "stream", topic="right"),
+           op("j", "left_join", "l", other="r", fn="concat", windows={"diff": 3}), *sink("j")]
+    return {"name": name, "ops": ops, "input": records, "emit_interval_ms": 1000}
+
+
+def composed() -> list[Case]:
+    cases = []
+    # a re-keyed stream joined with itself and with a second stream: one repartition topic
+    ops = [op("s", "stream", topic="in"), op("k", "select_key", "s", fn="first-char"),
+           op("o", "stream", topic="in2"),
+           op("self", "join", "k", other="k", fn="concat", windows={"diff": 5}),
+           op("two", "left_join", "k", other="o", fn="concat", windows={"diff": 5}),
+           op("m", "merge", "self", other="two"), *sink("m")]
+    cases.append({"name": "rekeyed-self-join-and-second-join", "ops": ops,
+                  "input": word_input() + word_input("in2", [3, 9, 14, 22, 40, 2])})
+    # ... and a stream-table join of the same re-keyed stream reads that topic too
+    ops = [op("s", "stream", topic="in"), op("k", "select_key", "s", fn="first-char"),
+           op("t", "table", topic="tin"), op("o", "stream", topic="in2"),
+           op("j1", "left_join", "k", other="t", fn="concat"),
+           op("j2", "outer_join", "k", other="o", fn="concat", windows={"diff": 5}),
+           *sink("j1"), *sink("j2", "out2")]
+    cases.append({"name": "rekeyed-stream-table-and-stream-stream-join", "ops": ops,
+                  "input": table_input() + word_input() + word_input("in2", [3, 9, 14])})
+    # to_table on a re-keyed stream writes its repartition topic with the Materialized serdes
+    ops = [op("s", "stream", topic="in"), op("l", "map_values", "s", fn="len"),
+           op("k", "select_key", "l", fn="key-upper"), op("t", "to_table", "k", store="lens"),
+           op("ts", "to_stream", "t"), *sink("ts")]
+    cases.append({"name": "to-table-repartition-materialized-serdes", "ops": ops,
+                  "input": word_input()})
+    # KIP-962: a null key re-keyed for a left stream-table or outer stream-stream join is kept
+    ops = [op("s", "stream", topic="in"), op("k", "select_key", "s", fn="key-upper"),
+           op("t", "table", topic="tin"), op("o", "stream", topic="in2"),
+           op("j1", "left_join", "k", other="t", fn="concat"),
+           op("k2", "select_key", "s", fn="key-upper"),
+           op("j2", "outer_join", "k2", other="o", fn="concat", windows={"diff": 5}),
+           *sink("j1"), *sink("j2", "out2")]
+    cases.append({"name": "null-keys-through-join-repartitions", "ops": ops,
+                  "input": [rec("tin", "A", "T", 1), rec("in2", "A", "R", 1),
+                            rec("in", "a", "apple", 2), rec("in", None, "nk", 3),
+                            rec("in", "b", "bean", 4), rec("in", None, "nk2", 30)]})
+    # ... but an explicit repartition() drops them
+    ops = [op("s", "stream", topic="in"), op("r", "repartition", "s"), *sink("r")]
+    cases.append({"name": "explicit-repartition-drops-null-keys", "ops": ops,
+                  "input": [rec("in", "k", "x", 42), rec("in", None, "y", 43)]})
+    # a stream merged with itself forwards each record once
+    ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+           op("r", "reduce", "g", fn="latest"), op("rs", "to_stream", "r"),
+           op("m", "merge", "rs", other="rs"), *sink("m")]
+    cases.append({"name": "merge-with-itself", "ops": ops, "input": word_input()})
+    # the outer-join emit throttle (Kafka's default interval) starts at the join's first record
+    left, wall = (lambda k, v, ts: rec("left", k, v, ts)), (lambda ms: {"wall": ms})
+    cases += [
+        _throttled("outer-join-throttle-no-wall-clock", [left("a", "x", 10), left("b", "y", 110)]),
+        _throttled("outer-join-throttle-one-interval", [left("a", "x", 10), wall(1000),
+                                                        left("b", "y", 110)]),
+        _throttled("outer-join-throttle-clock-before-first", [
+            wall(1000), left("a", "x", 10), wall(999), left("b", "y", 110), wall(1),
+            left("c", "z", 120), left("d", "w", 220), wall(1000), left("e", "v", 330)]),
+    ]
+    return cases

@@ -232,3 +232,280 @@ def case(seed: int, index: int) -> dict[str, Any]:
 
 def cases(seed: int, count: int) -> list[dict[str, Any]]:
     return [case(seed, i) for i in range(count)]
+
+
+# -- composed cases: several stateful stages chained ------------------------------------------
+
+STREAM_TOPICS = ["in", "in2", "in3"]
+TABLE_TOPICS = ["tin", "tin2", "tin3"]
+LONG_VALUES = [0, 1, 2, 3, 5, 8, 13, 21]
+
+
+class _Composer(_Gen):
+    """Streams and tables built from each other up to a budget of stateful stages: aggregations
+    of aggregations, joins of derived and joined tables, self-joins and shared re-keyed
+    streams, suppress after filters, windowed stages, merges (issue [14])."""
+
+    def __init__(self, rng: random.Random, budget: int) -> None:
+        super().__init__(rng)
+        self.budget = budget
+        self.topic_vt: dict[str, str] = {}
+        self.sources: dict[str, tuple[str, str]] = {}  # topic -> (node, vt)
+        self.fk_right: list[str] = []  # nodes on the right of an FK join
+
+    def _spend(self) -> bool:
+        if self.budget <= 0:
+            return False
+        self.budget -= 1
+        return True
+
+    def source(self, kind: str) -> tuple[str, str]:
+        rng = self.rng
+        topics = STREAM_TOPICS if kind == "stream" else TABLE_TOPICS
+        free = [t for t in topics if t not in self.sources]
+        if not free or (self.sources and rng.random() < 0.15):
+            used = [t for t in topics if t in self.sources]
+            if used:  # the same source read again: a self-join, a shared table
+                return self.sources[rng.choice(used)]
+        topic = rng.choice(free)
+        vt = "l" if rng.random() < 0.3 else "s"
+        params: dict[str, Any] = {"topic": topic, "vt": vt}
+        if kind == "table":
+            params.update(self.store())
+        node = self.add(kind, **params)
+        self.topic_vt[topic] = vt
+        self.sources[topic] = (node, vt)
+        return node, vt
+
+    # -- streams --------------------------------------------------------------------------
+
+    def stream(self, depth: int) -> tuple[str, str]:
+        rng = self.rng
+        kinds = ["source", "source"]
+        if depth > 0 and self.budget > 0:
+            kinds += ["to_stream", "table_join", "stream_join", "self_join", "merge",
+                      "windowed", "to_stream", "table_join"]
+        kind = rng.choice(kinds)
+        if kind != "source" and not self._spend():
+            kind = "source"
+        if kind == "source":
+            node, vt = self.source("stream")
+        elif kind == "to_stream":
+            table, vt = self.table(depth - 1)
+            node = self.add("to_stream", table)
+        elif kind == "table_join":
+            left, lvt = self.stream(depth - 1)
+            left, lvt = self.stateless(left, lvt, rng.randint(0, 2))
+            right, _ = self.table(depth - 1)
+            node, vt = self.add(rng.choice(["join", "left_join"]), left, other=right,
+                                fn="concat"), "s"
+        elif kind in ("stream_join", "self_join"):
+            left, lvt = self.stream(depth - 1)
+            left, lvt = self.stateless(left, lvt, rng.randint(0, 2))
+            if kind == "self_join":
+                right = left
+            else:
+                right, _ = self.stream(depth - 1)
+                right, _ = self.stateless(right, "s", rng.randint(0, 1))
+            node, vt = self.add(rng.choice(["join", "left_join", "outer_join"]), left,
+                                other=right, fn="concat", windows=self.join_windows()), "s"
+            if kind == "self_join" and rng.random() < 0.5:  # the re-keyed stream, joined twice
+                other, _ = self.source("stream")
+                second = self.add(rng.choice(["join", "left_join"]), left, other=other,
+                                  fn="concat", windows=self.join_windows())
+                node = self.add("merge", node, other=second)
+        elif kind == "merge":
+            a, avt = self.stream(depth - 1)
+            b, bvt = self.stream(depth - 1)
+            a, avt = self.stateless(a, avt, rng.randint(0, 2))
+            b, bvt = self.stateless(b, bvt, rng.randint(0, 2))
+            if avt != bvt:  # one value type per stream
+                a = self.add("map_values", a, fn="append-x")
+                b = self.add("map_values", b, fn="append-x")
+                avt = "s"
+            node, vt = self.add("merge", a, other=b), avt
+        else:
+            source, vt = self.stream(depth - 1)
+            source, vt = self.stateless(source, vt, rng.randint(0, 2))
+            table, vt = self.windowed_aggregation(source, vt)
+            node = self.add("to_stream", table)
+        return node, vt
+
+    def join_windows(self) -> dict[str, Any]:
+        rng = self.rng
+        windows: dict[str, Any] = {"diff": rng.choice([0, 3, 10])}
+        if rng.random() < 0.3:
+            windows["before"] = rng.choice([0, 2, 5])
+        if rng.random() < 0.3:
+            windows["after"] = rng.choice([0, 2, 5])
+        if rng.random() < 0.7:
+            windows["grace"] = rng.choice([0, 5, 20])
+        return windows
+
+    def windowed_aggregation(self, node: str, vt: str) -> tuple[str, str]:
+        rng = self.rng
+        grouped = self.add("group_by_key", node) if rng.random() < 0.5 else \
+            self.add("group_by", node, fn=rng.choice(sorted(cat.KEY_MAPPERS)))
+        spec = self.windows()
+        grouped = self.add("windowed_by", grouped, windows=spec)
+        if spec["type"] == "session" and rng.random() < 0.3:
+            grouped = self.add("emit_on_close", grouped)
+        kind = rng.choice(["count", "reduce", "aggregate"])
+        if kind == "count":
+            table, out = self.add("count", grouped, **self.store()), "l"
+        elif kind == "reduce":
+            table, out = self.add("reduce", grouped, fn=self.fn_for(cat.REDUCERS, vt),
+                                  **self.store()), vt
+        else:
+            fn = self.fn_for(cat.AGGREGATORS, vt)
+            table, out = self.add("aggregate", grouped, fn=fn, **self.store()), \
+                cat.AGGREGATORS[fn][1]
+        if rng.random() < 0.3:
+            table = self.add("suppress", table)
+        return table, out
+
+    # -- tables ---------------------------------------------------------------------------
+
+    def table(self, depth: int) -> tuple[str, str]:
+        rng = self.rng
+        kinds = ["source"]
+        if depth > 0 and self.budget > 0:
+            kinds += ["aggregate", "aggregate", "to_table", "ops", "ops", "join", "fk",
+                      "regroup", "regroup"]
+        kind = rng.choice(kinds)
+        if kind not in ("source", "ops") and not self._spend():
+            kind = "source"
+        if kind == "source":
+            return self.source("table")
+        if kind == "aggregate":
+            stream, vt = self.stream(depth - 1)
+            stream, vt = self.stateless(stream, vt, rng.randint(0, 2))
+            return self.aggregate(stream, vt)
+        if kind == "to_table":
+            stream, vt = self.stream(depth - 1)
+            stream, vt = self.stateless(stream, vt, rng.randint(0, 2))
+            return self.add("to_table", stream, **self.store()), vt
+        if kind == "ops":
+            node, vt = self.table(depth - 1)
+            for _ in range(rng.randint(1, 2)):
+                if rng.random() < 0.5:
+                    node = self.add(rng.choice(["filter", "filter_not"]), node,
+                                    fn=rng.choice(sorted(cat.PREDICATES)),
+                                    **self.optional_store())
+                else:
+                    fns = [n for n, (_, needs, _) in cat.VALUE_MAPPERS.items()
+                           if needs in (None, vt)]
+                    fn = rng.choice(sorted(fns))
+                    node = self.add("map_values", node, fn=fn, **self.optional_store())
+                    vt = cat.VALUE_MAPPERS[fn][2] or vt
+            if rng.random() < 0.2:
+                node = self.add("suppress", node, time_limit=rng.choice([0, 5, 30]))
+            return node, vt
+        if kind in ("join", "fk"):
+            left, _ = self.table(depth - 1)
+            right, _ = self.table(depth - 1)
+            if kind == "join":
+                return self.add(rng.choice(["join", "left_join", "outer_join"]), left,
+                                other=right, fn="concat", **self.optional_store()), "s"
+            self.fk_right.append(right)
+            return self.add(rng.choice(["join", "left_join"]), left, other=right, fn="concat",
+                            fk=rng.choice(["first-char", "value-as-key"]),
+                            **self.optional_store()), "s"
+        table, vt = self.table(depth - 1)
+        fn = rng.choice(sorted(cat.REGROUPERS))
+        grouped = self.add("group_by", table, fn=fn)
+        vt = cat.REGROUPERS[fn][1] or vt
+        agg = rng.choice(["count", "reduce", "aggregate"])
+        if agg == "count":
+            return self.add("count", grouped, **self.store()), "l"
+        if agg == "reduce":
+            fn = "concat" if vt == "s" else "sum"
+            return self.add("reduce", grouped, fn=fn, **self.store()), vt
+        fn = rng.choice(["count", "sum-len", "concat"] + (["sum"] if vt == "l" else []))
+        return self.add("aggregate", grouped, fn=fn, **self.store()), cat.AGGREGATORS[fn][1]
+
+    def optional_store(self) -> dict[str, str]:
+        return self.store() if self.rng.random() < 0.4 else {}
+
+    def aggregate(self, stream: str, vt: str) -> tuple[str, str]:
+        rng = self.rng
+        grouped = self.add("group_by_key", stream) if rng.random() < 0.5 else \
+            self.add("group_by", stream, fn=rng.choice(sorted(cat.KEY_MAPPERS)))
+        kind = rng.choice(["count", "reduce", "aggregate"])
+        if kind == "count":
+            table, out = self.add("count", grouped, **self.store()), "l"
+        elif kind == "reduce":
+            table, out = self.add("reduce", grouped, fn=self.fn_for(cat.REDUCERS, vt),
+                                  **self.store()), vt
+        else:
+            fn = self.fn_for(cat.AGGREGATORS, vt)
+            table, out = self.add("aggregate", grouped, fn=fn, **self.store()), \
+                cat.AGGREGATORS[fn][1]
+        if rng.random() < 0.15:
+            table = self.add("suppress", table, time_limit=rng.choice([0, 5, 30]))
+        return table, out
+
+
+def _upstream_topics(ops: list[dict[str, Any]], node: str) -> set[str]:
+    by_id = {op["id"]: op for op in ops}
+    topics: set[str] = set()
+    stack = [node]
+    while stack:
+        op = by_id[stack.pop()]
+        if op["op"] in ("stream", "table", "global_table"):
+            topics.add(op["topic"])
+        stack.extend(op[k] for k in ("from", "other") if k in op)
+        stack.extend(i["from"] for i in op.get("inputs", []))
+    return topics
+
+
+def composed_inputs(rng: random.Random, topic_vt: dict[str, str], no_empty: set[str]
+                    ) -> list[dict[str, Any]]:
+    """Records on every source topic (Long topics get Long values), out-of-order times,
+    null keys and tombstones, and wall-clock advances."""
+    out: list[dict[str, Any]] = []
+    now = 0
+    topics = sorted(topic_vt)
+    for _ in range(rng.randint(10, 40)):
+        if rng.random() < 0.06:
+            out.append({"wall": rng.choice([10, 1000, 5000])})
+            continue
+        now += rng.choice([0, 1, 2, 3, 5, 8])
+        ts = now - rng.choice([0, 0, 2, 7, 15, 30]) if rng.random() < 0.3 else now
+        topic = rng.choice(topics)
+        key = None if rng.random() < 0.05 else rng.choice(KEYS)
+        if rng.random() < 0.12:
+            value: Any = None
+        elif topic_vt[topic] == "l":
+            value = rng.choice(LONG_VALUES)
+        else:
+            value = rng.choice(VALUES)
+            if value == "" and topic in no_empty:
+                value = "b"
+        out.append({"topic": topic, "key": key, "value": value, "ts": max(ts, 0)})
+    return out
+
+
+def composed_case(seed: int, index: int, cache: bool | None = None) -> dict[str, Any]:
+    """A case of 2 to 4 chained stateful stages and one or two sinks."""
+    rng = random.Random(f"composed-{seed}-{index}")
+    gen = _Composer(rng, budget=rng.randint(2, 4))
+    sinks = 2 if rng.random() < 0.25 else 1
+    for i in range(sinks):
+        node, vt = gen.stream(depth=3)
+        node, vt = gen.stateless(node, vt, rng.randint(0, 2))
+        gen.add("to", node, topic="out" if i == 0 else f"out{i + 1}")
+    no_empty: set[str] = set()
+    for right in gen.fk_right:
+        no_empty |= _upstream_topics(gen.ops, right)
+    case: dict[str, Any] = {"name": f"composed-{seed}-{index}", "ops": gen.ops,
+                            "input": composed_inputs(rng, gen.topic_vt, no_empty)}
+    if cache if cache is not None else rng.random() < 0.5:
+        case["cache_bytes"] = 10 * 1024 * 1024
+    if rng.random() < 0.3:
+        case["emit_interval_ms"] = 1000  # the outer-join throttle at Kafka's default
+    return case
+
+
+def composed_cases(seed: int, count: int, cache: bool | None = None) -> list[dict[str, Any]]:
+    return [composed_case(seed, i, cache) for i in range(count)]

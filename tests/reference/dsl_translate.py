@@ -5,7 +5,9 @@ vocabulary below, Kafka Streams' operation names in snake_case), ``from`` (the o
 to), ``other`` for joins and merge, ``fn`` naming a catalogue function (dsl_catalogue.py),
 ``store`` to materialize under a name, ``windows`` for windowed_by / stream-stream joins /
 windowed cogroups, and ``topic`` for sources and ``to``. Inputs are ``{"topic", "key",
-"value", "ts"}`` records or ``{"wall": ms}`` wall-clock advances.
+"value", "ts"}`` records or ``{"wall": ms}`` wall-clock advances. Optional ``cache_bytes`` (the record cache,
+``statestore.cache.max.bytes``) and ``emit_interval_ms`` (the stream-stream outer join's emit
+throttle) configure both drivers alike.
 
 ``annotate`` infers every op's value type (``vt``: "s" String, "l" Long) and which tables are
 windowed, and lists the output topics and stores with their types: TopologyRunner.java reads
@@ -81,7 +83,7 @@ def _infer(op: dict[str, Any], info: dict[str, dict[str, Any]]
     if name in ("stream", "table", "global_table"):
         return {"stream": "stream", "table": "table", "global_table": "global"}[name], \
             op.get("vt", "s"), False, "kv"
-    if name in ("filter", "filter_not", "suppress", "emit_on_close"):
+    if name in ("filter", "filter_not", "suppress", "emit_on_close", "repartition"):
         return kind, vt, windowed, "kv"
     if name == "map_values":
         _, needs, out = cat.VALUE_MAPPERS[fn]
@@ -222,6 +224,8 @@ class _Builder:
             return src.flat_map_values(cat.FLAT_MAPPERS[fn][0])
         if name == "merge":
             return src.merge(self.nodes[op["other"]])
+        if name == "repartition":
+            return src.repartition(key_serde=Serdes.string(), value_serde=serde(vt))
         if name == "to":
             src.to(op["topic"], key_serde=Serdes.string(), value_serde=serde(in_vt))
             return None
@@ -338,10 +342,22 @@ def run_ours(annotated: dict[str, Any]) -> dict[str, Any]:
     """Outputs and final store contents, in TopologyRunner.java's answer shape."""
     try:
         topology = _Builder(annotated).builder.build()
-        with TopologyTestDriver(topology, dict(CONFIG), initial_wall_clock_time=0) as driver:
+        with TopologyTestDriver(topology, config_of(annotated), initial_wall_clock_time=0) \
+                as driver:
             return _drive(driver, annotated)
     except Exception as exc:  # noqa: BLE001 - a refused topology is an answer to compare
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def config_of(case: dict[str, Any]) -> dict[str, Any]:
+    """The driver config: CONFIG plus the case's record cache size (``cache_bytes``, 0 when
+    absent) and stream-stream outer-join emit interval (``emit_interval_ms``, 0 when absent),
+    set the same way on TopologyRunner.java's side."""
+    config = dict(CONFIG)
+    config["statestore.cache.max.bytes"] = int(case.get("cache_bytes", 0))
+    config["__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"] = \
+        int(case.get("emit_interval_ms", 0))
+    return config
 
 
 def _source_types(annotated: dict[str, Any]) -> dict[str, str]:

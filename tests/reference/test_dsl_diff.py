@@ -2,7 +2,9 @@
 (TopologyRunner.java, one JVM per session) and on ours; outputs and stores must be equal.
 
 Random cases (dsl_random.py) use a fixed seed unless DSL_DIFF_SEED is set; a failure prints the
-seed and the case's JSON, which ``DSL_DIFF_CASE=<file.json>`` replays alone.
+seed and the case's JSON, which ``DSL_DIFF_CASE=<file.json>`` replays alone. Composed cases
+(several stateful stages each) use DSL_DIFF_COMPOSED_SEED; ``make dsl-diff`` runs thousands
+with a fresh seed and shrinks every mismatch (tests/reference/dsl_diff.py).
 """
 
 from __future__ import annotations
@@ -17,12 +19,15 @@ import pytest
 
 from . import dsl_cases, dsl_random
 from .conftest import unavailable
+from .dsl_diff import differences
 from .dsl_runner import KafkaStreamsRunner
-from .dsl_translate import annotate, run_ours
 from .kafka import PrepareError
 
 SEED = int(os.environ.get("DSL_DIFF_SEED", "20261125"))
 RANDOM_CASES = int(os.environ.get("DSL_DIFF_CASES", "150"))
+# composed cases (several stateful stages each; ``make dsl-diff`` runs thousands)
+COMPOSED_SEED = int(os.environ.get("DSL_DIFF_COMPOSED_SEED", "20261127"))
+COMPOSED_CASES = int(os.environ.get("DSL_DIFF_COMPOSED_CASES", "150"))
 
 
 @pytest.fixture(scope="session")
@@ -40,41 +45,6 @@ def kafka_streams(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaStr
         runner.close()
 
 
-def normalise(answer: dict[str, Any], annotated: dict[str, Any]) -> dict[str, Any]:
-    """Deliberate differences (docs/kafka-differences.md, "Streams DSL") made equal here.
-
-    Errors: only whether a side refused the case is compared, not the message (Java exception
-    text against Python's). Window and session stores: ``all()`` order is not part of Kafka's
-    API (its RocksDB window store runs key-then-start within a segment, ours start-then-key),
-    so their entries are compared sorted; key-value stores keep their order (both by key bytes).
-    """
-    if "error" in answer:
-        return {"error": True}
-    stores = {name: sorted(entries, key=repr) if annotated["stores"][name] != "kv" else entries
-              for name, entries in answer["stores"].items()}
-    return {"outputs": answer["outputs"], "stores": stores}
-
-
-def differences(case: dict[str, Any], runner: KafkaStreamsRunner) -> str | None:
-    annotated = annotate(case)
-    kafka, ours = runner.run(annotated), run_ours(annotated)
-    kafka, ours = normalise(kafka, annotated), normalise(ours, annotated)
-    if kafka == ours:
-        return None
-    lines = [f"case {case.get('name')}: {json.dumps(case)}"]
-    for part in ("error", "outputs", "stores"):
-        theirs, mine = kafka.get(part), ours.get(part)  # as normalised
-        if part == "error" or not isinstance(theirs, dict) or not isinstance(mine, dict):
-            if theirs != mine:
-                lines.append(f"  {part}: kafka={theirs!r}\n  {' ' * len(part)}  ours ={mine!r}")
-            continue
-        for name in sorted(set(theirs) | set(mine)):
-            if theirs.get(name) != mine.get(name):
-                lines.append(f"  {part}[{name}]:\n    kafka={theirs.get(name)}\n"
-                             f"    ours ={mine.get(name)}")
-    return "\n".join(lines)
-
-
 @pytest.mark.parametrize("case", dsl_cases.all_cases(), ids=lambda c: c["name"])
 def test_case(case: dict[str, Any], kafka_streams: KafkaStreamsRunner) -> None:
     diff = differences(case, kafka_streams)
@@ -89,3 +59,12 @@ def test_random_topologies(kafka_streams: KafkaStreamsRunner) -> None:
     failures = [d for d in (differences(c, kafka_streams) for c in cases) if d]
     assert not failures, f"seed {SEED}: {len(failures)} of {len(cases)} cases differ\n" + \
         "\n".join(failures[:5])
+
+
+def test_composed_topologies(kafka_streams: KafkaStreamsRunner) -> None:
+    """Random topologies chaining several stateful stages (dsl_random.composed_case), record
+    cache off; ``python -m tests.reference.dsl_diff --seed S`` shrinks what differs."""
+    cases = dsl_random.composed_cases(COMPOSED_SEED, COMPOSED_CASES, cache=False)
+    failures = [d for d in (differences(c, kafka_streams) for c in cases) if d]
+    assert not failures, f"seed {COMPOSED_SEED}: {len(failures)} of {len(cases)} cases " \
+        "differ\n" + "\n".join(failures[:5])

@@ -35,10 +35,20 @@ import org.apache.kafka.streams.test.TestRecord;
 @SuppressWarnings({"unchecked", "rawtypes", "deprecation"})
 public final class TopologyRunner {
     static final ObjectMapper JSON = new ObjectMapper();
+    // one state directory per JVM: concurrent runners (parallel test sessions) must not share
+    // /tmp/kafka-streams/<application.id>, whose RocksDB locks they would fight over
+    static String stateDir;
 
     public static void main(String[] args) throws Exception {
         PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
         System.setOut(System.err); // library logging must not interleave with the answers
+        java.nio.file.Path dir = java.nio.file.Files.createTempDirectory("dsl-runner-");
+        stateDir = dir.toString();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try (var paths = java.nio.file.Files.walk(dir)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (Exception ignored) { }
+        }));
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         for (String line; (line = in.readLine()) != null; ) {
             if (line.isBlank()) continue;
@@ -233,6 +243,7 @@ public final class TopologyRunner {
             }
             case "select_key": return ((KStream) from).selectKey((k, v) -> mapKey(fn, k, v));
             case "flat_map_values": return ((KStream) from).flatMapValues(v -> flatValues(fn, v));
+            case "repartition": return ((KStream) from).repartition(Repartitioned.with(Serdes.String(), serde(vt)));
             case "merge": return ((KStream) from).merge((KStream) nodes.get(op.get("other").asText()));
             case "to":
                 ((KStream) from).to(op.get("topic").asText(), Produced.with(Serdes.String(), serde(inVt)));
@@ -379,13 +390,13 @@ public final class TopologyRunner {
         Properties props = new Properties();
         props.put("application.id", c.path("application_id").asText("dsl-diff"));
         props.put("bootstrap.servers", "localhost:9091");
+        props.put("state.dir", stateDir);
         props.put("default.key.serde", Serdes.StringSerde.class.getName());
         props.put("default.value.serde", Serdes.StringSerde.class.getName());
-        props.put("statestore.cache.max.bytes", "0");
-        // one state directory per JVM: runners of parallel sessions must not share RocksDB files
-        props.put("state.dir", System.getProperty("java.io.tmpdir") + "/kafka-streams-dsl-" + ProcessHandle.current().pid());
-        // Kafka throttles these emits by wall-clock time; our driver does not (docs/kafka-differences.md).
-        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", "0");
+        props.put("statestore.cache.max.bytes", c.path("cache_bytes").asText("0"));
+        // Kafka throttles these emits by wall-clock time; the outer join's throttle is the case's
+        // (0 unless it says), the windowed one stays off (docs/kafka-differences.md).
+        props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", c.path("emit_interval_ms").asText("0"));
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", "0");
         ObjectNode answer = JSON.createObjectNode();
         try (TopologyTestDriver d = new TopologyTestDriver(b.build(), props, Instant.ofEpochMilli(0))) {
