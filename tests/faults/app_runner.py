@@ -24,12 +24,13 @@ HEARTBEAT_MS = 1_000
 
 
 def config(scenario: str, guarantee: str, bootstrap: str, state_dir: str, cache_bytes: int,
-           commit_ms: int | None, standbys: int = 0) -> dict[str, object]:
+           commit_ms: int | None, standbys: int = 0,
+           max_poll_records: int = 100) -> dict[str, object]:
     """The instance's StreamsConfig keys (shared by every instance of one run)."""
     config: dict[str, object] = {
         "application.id": f"faults-{scenario}", "bootstrap.servers": bootstrap,
         "processing.guarantee": guarantee, "state.dir": state_dir, "session.timeout.ms": SESSION_TIMEOUT_MS,
-        "heartbeat.interval.ms": HEARTBEAT_MS, "max.poll.records": 100,
+        "heartbeat.interval.ms": HEARTBEAT_MS, "max.poll.records": max_poll_records,
         "statestore.cache.max.bytes": cache_bytes, "num.standby.replicas": standbys,
     }
     if commit_ms is not None:  # otherwise Kafka's defaults: 100 ms under EOS, 30 s under ALOS
@@ -48,6 +49,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--commit-ms", type=int, default=None)
     parser.add_argument("--standbys", type=int, default=0, help="num.standby.replicas")
     parser.add_argument("--record-delay-ms", type=float, default=3.0)
+    parser.add_argument("--max-poll-records", type=int, default=100)
     args = parser.parse_args(argv)
     # FAULTS_APP_LOG_LEVEL=INFO (or DEBUG) when diagnosing a failing seed
     level = os.environ.get("FAULTS_APP_LOG_LEVEL", "WARNING").upper()
@@ -56,7 +58,7 @@ def main(argv: list[str] | None = None) -> None:
     scenario = SCENARIOS[args.scenario]
     streams = KafkaStreams(scenario.build(args.record_delay_ms / 1000), config(
         args.scenario, args.guarantee, args.bootstrap, args.state_dir, args.cache_bytes,
-        args.commit_ms, args.standbys))
+        args.commit_ms, args.standbys, args.max_poll_records))
     run_until_sigterm(streams, close_timeout=30, report_timeout=True)
 
 

@@ -56,12 +56,13 @@ class PausePlan:
     total: int | None = None  # stop feeding after this many records (None: when pauses end)
     settle: bool = True  # wait for every instance to be RUNNING again before the next pause
     cache_bytes: int = 10 * 1024 * 1024  # statestore.cache.max.bytes: Kafka's default
+    max_poll_records: int = 1000  # Kafka's default (the catalogue runs use 100)
 
     def describe(self) -> str:
         return (f"seed={self.seed} {self.guarantee} {self.rounds}x{INSTANCES} pauses of "
                 f"{self.hold_s:g}s{'' if self.settle else ' back to back'}, {self.batch} "
                 f"records every {self.interval_s:g}s over {self.keys} keys, "
-                f"cache={self.cache_bytes}"
+                f"cache={self.cache_bytes} max.poll.records={self.max_poll_records}"
                 + (f" (at most {self.total})" if self.total else ""))
 
 
@@ -177,7 +178,8 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
     started = time.monotonic()
     workdir.mkdir(parents=True, exist_ok=True)
     app_args = ["--scenario", SCENARIO, "--guarantee", plan.guarantee,
-                "--record-delay-ms", "0", "--cache-bytes", str(plan.cache_bytes)]
+                "--record-delay-ms", "0", "--cache-bytes", str(plan.cache_bytes),
+                "--max-poll-records", str(plan.max_poll_records)]
     cluster = Cluster(workdir, app_args, kafka)
     group = f"faults-{SCENARIO}"
     counts: dict[str, int] = {}
@@ -267,13 +269,14 @@ def main(argv: list[str] | None = None) -> int:
                         help="pause the next instance without waiting for RUNNING")
     parser.add_argument("--cache", type=int, default=10 * 1024 * 1024,
                         help="statestore.cache.max.bytes")
+    parser.add_argument("--max-poll-records", type=int, default=1000)
     parser.add_argument("--keep", action="store_true", help="keep passing runs' directories")
     args = parser.parse_args(argv)
     failed = 0
     for i in range(args.runs):
         plan = PausePlan(args.seed + i, args.keys, args.batch, args.interval, args.rounds,
                          args.hold, args.gap, args.guarantee, args.total,
-                         not args.no_settle, args.cache)
+                         not args.no_settle, args.cache, args.max_poll_records)
         workdir = Path(tempfile.mkdtemp(prefix=f"pause-feed-{plan.seed}-"))
         result = run_pause_feed(plan, workdir, args.kafka)
         print(f"run {i + 1}/{args.runs}: {result.report()}", flush=True)
