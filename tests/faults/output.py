@@ -37,7 +37,7 @@ async def _committed_all(admin: AIOKafkaAdminClient, consumer: AIOKafkaConsumer,
     return True
 
 
-async def _partitions(consumer: AIOKafkaConsumer, topic: str, deadline: float) -> list[int]:
+async def partitions_of(consumer: AIOKafkaConsumer, topic: str, deadline: float) -> list[int]:
     while True:
         parts = consumer.partitions_for_topic(topic)
         if parts:
@@ -63,10 +63,10 @@ def read_output(bootstrap: str, topic: str, *, isolation: str, group: str,
         await consumer.start()
         await admin.start()
         try:
-            parts = await _partitions(consumer, topic, deadline)
+            parts = await partitions_of(consumer, topic, deadline)
             tps = [TopicPartition(topic, p) for p in parts]
             inputs = [TopicPartition(t, p) for t in input_topics
-                      for p in await _partitions(consumer, t, deadline)]
+                      for p in await partitions_of(consumer, t, deadline)]
             consumer.assign(tps)
             await consumer.seek_to_beginning(*tps)
             records: list[Any] = []
@@ -113,7 +113,7 @@ def wait_committed(bootstrap: str, group: str, topics: list[str], timeout: float
         await admin.start()
         try:
             tps = [TopicPartition(t, p) for t in topics
-                   for p in await _partitions(consumer, t, deadline)]
+                   for p in await partitions_of(consumer, t, deadline)]
             while not await _committed_all(admin, consumer, group, tps):
                 if time.monotonic() > deadline:
                     raise AssertionError(f"group {group} never committed all of {topics}")

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaProducer
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from runtime.kafka_io import create_topics
 
 from .app_runner import SESSION_TIMEOUT_MS
 from .catalogue import PARTITIONS, SCENARIOS
 from .cluster import Cluster
-from .output import read_output
+from .output import partitions_of, read_output
 
 SCENARIO = "count"  # the catalogue's count topology: count-input -> count-output
 INSTANCES = 2
@@ -212,6 +212,10 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
         if feeder.error is not None:
             cluster.incidents.append(f"the feeder failed: {feeder.error!r}")
         sent = feeder.sent
+        stored = input_records(bootstrap)
+        if stored != sum(sent.values()):  # then a difference would not be the runtime's
+            cluster.incidents.append(f"the input topic holds {stored} records, the feeder had "
+                                     f"{sum(sent.values())} acknowledged")
         key_serde = SCENARIOS[SCENARIO].key_serde
         value_serde = SCENARIOS[SCENARIO].value_serde
 
@@ -234,6 +238,22 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
     return PauseResult(plan, feeder.sent if feeder else Counter(), counts, reason,
                        time.monotonic() - started, workdir, cluster.incidents, pauses,
                        records_read)
+
+
+def input_records(bootstrap: str) -> int:
+    """The records in count-input (the sum of its partitions' end offsets: nothing is deleted
+    and the feeder is idempotent, so every offset is one record)."""
+    async def run() -> int:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap)
+        await consumer.start()
+        try:
+            parts = await partitions_of(consumer, "count-input", time.monotonic() + 60)
+            ends = await consumer.end_offsets([TopicPartition("count-input", p) for p in parts])
+            return sum(ends.values())
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
 
 
 def _hold(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
