@@ -289,6 +289,7 @@ class MirrorCheckpointTask(SourceTask):
         self.store: OffsetSyncStore | None = None
         self.last: dict[str, dict[TopicPartition, Checkpoint]] = {}
         self.started = False
+        self._closing: asyncio.Future[None] | None = None
 
     async def start(self, props: dict[str, str]) -> None:
         settings = CheckpointSettings(props)
@@ -312,6 +313,11 @@ class MirrorCheckpointTask(SourceTask):
             if checkpoint.group in wanted:
                 self.last.setdefault(checkpoint.group, {})[
                     TopicPartition(checkpoint.topic, checkpoint.partition)] = checkpoint
+        if self.stopping.is_set():  # stop() came while starting
+            if self.store is store:
+                self.store = None
+                await store.stop()
+            return
         self.started = True
         log.info("checkpointing %d consumer groups %s->%s: %s", len(self.groups),
                  flow.source_alias, flow.target_alias, ",".join(self.groups))
@@ -423,6 +429,18 @@ class MirrorCheckpointTask(SourceTask):
 
     async def stop(self) -> None:
         self.stopping.set()
+        await self._close()
+
+    async def commit(self) -> None:
+        if self.stopping.is_set():  # the last call after stop(): wait until it closed
+            await self._close()
+
+    async def _close(self) -> None:
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_now())
+        await asyncio.shield(self._closing)
+
+    async def _close_now(self) -> None:
         store, self.store = self.store, None
         if store is not None:
             await store.stop()

@@ -59,7 +59,7 @@ def _location(name: str, value: Any) -> None:
 
 def base_config_def() -> ConfigDef:
     """Keys every MirrorMaker 2 connector understands (Kafka's MirrorConnectorConfig)."""
-    return (
+    definition = (
         ConfigDef()
         .define(ENABLED, ConfigType.BOOLEAN, True, None, Importance.LOW,
                 "Whether to replicate source->target.")
@@ -83,6 +83,30 @@ def base_config_def() -> ConfigDef:
         .define("target.cluster.bootstrap.servers", ConfigType.STRING, None, None,
                 Importance.HIGH, "The target cluster's bootstrap servers.")
     )
+    for key in sorted(client_keys()):
+        kind = ConfigType.PASSWORD if "password" in key or key.endswith(
+            (".jaas.config", ".keystore.key", "certificate.chain", ".certificates")) \
+            else ConfigType.STRING
+        definition.define(key, kind, None, None, Importance.LOW,
+                          "A client setting of the " + key.split(".", 1)[0] + " cluster.")
+    return definition
+
+
+def client_keys() -> set[str]:
+    """``source.cluster.security.protocol``, ``source.consumer.isolation.level``, ...: the
+    client settings the connectors pass to their clients of each cluster."""
+    from connect.runtime import clients
+
+    roles = {"consumer": clients._CONSUMER, "producer": clients._PRODUCER,  # noqa: SLF001
+             "admin": clients._ADMIN}  # noqa: SLF001
+    shared = set(SECURITY_KEYS) | set(JVM_ONLY_KEYS) | set(_SHARED_CLIENT_KEYS)
+    out = set()
+    for side in ("source", "target"):
+        out.update(f"{side}.cluster.{key}" for key in shared)
+        for role, table in roles.items():
+            out.update(f"{side}.{role}.{key}" for key in (set(table) | shared)
+                       if key != "bootstrap.servers")
+    return out
 
 
 def seconds(value: int) -> float:

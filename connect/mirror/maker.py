@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from connect.config_def import ConfigException
 from connect.mirror import checkpoint, heartbeat, source
+from connect.mirror.config import client_keys
 from connect.mirror.policy import is_identity
 from streams.client_config import JVM_ONLY_KEYS, SECURITY_KEYS
 
@@ -36,6 +37,14 @@ WORKER_PREFIXES = ("offset.storage", "config.storage", "status.storage", "key.co
 _FLOW = re.compile(r"^(?P<source>[^.>]+?)->(?P<target>[^.]+)\.(?P<key>.+)$")
 
 
+_DEFINITIONS = {"MirrorSourceConnector": lambda: source.CONFIG_DEF,
+                "MirrorCheckpointConnector": lambda: checkpoint.CONFIG_DEF,
+                "MirrorHeartbeatConnector": lambda: heartbeat.CONFIG_DEF}
+_CONNECT_KEYS = {"name", "connector.class", "tasks.max", "key.converter", "value.converter",
+                 "header.converter", "exactly.once.support", "transaction.boundary",
+                 "transaction.boundary.interval.ms"}
+
+
 class MirrorConfigError(ConfigException):
     """mm2.properties cannot be run; the message is the one line the user sees."""
 
@@ -44,7 +53,9 @@ def connector_keys() -> set[str]:
     names = set()
     for definition in (source.CONFIG_DEF, checkpoint.CONFIG_DEF, heartbeat.CONFIG_DEF):
         names.update(definition.names())
-    return names | {"tasks.max", "errors.log.enable", "errors.tolerance"}
+    return names | {"tasks.max", "errors.log.enable", "errors.tolerance",
+                    "exactly.once.support", "transaction.boundary",
+                    "transaction.boundary.interval.ms"}
 
 
 @dataclass(frozen=True, order=True)
@@ -201,21 +212,40 @@ class MirrorMakerConfig:
         props["listeners"] = "http://127.0.0.1:0"
         return props
 
+    def exactly_once(self, flow: Flow) -> bool:
+        """``exactly.once.source.support = enabled`` for the worker writing to the target
+        (top level or ``<target>.exactly.once.source.support``)."""
+        value = self.worker_config(flow).get("exactly.once.source.support", "disabled")
+        return value.strip().lower() == "enabled"
+
     def connector_config(self, flow: Flow, name: str) -> dict[str, str]:
         props = self.flow_props(flow)
+        usable = client_keys()
         for side, alias in (("source", flow.source), ("target", flow.target)):
             for key, value in self.cluster_props(alias).items():
-                if key.startswith(CLIENT_PREFIXES):
-                    props.setdefault(f"{side}.{key}", value)
-                else:
-                    props.setdefault(f"{side}.cluster.{key}", value)
+                # Only what the connectors' clients use; the rest is for the flow's worker.
+                full = f"{side}.{key}" if key.startswith(CLIENT_PREFIXES) \
+                    else f"{side}.cluster.{key}"
+                if full in usable or key == "bootstrap.servers":
+                    props.setdefault(full, value)
+                elif key.startswith(CLIENT_PREFIXES):
+                    raise MirrorConfigError(f"{self.where}: {alias}.{key}: not a setting our "
+                                            f"{key.split('.', 1)[0]} clients support")
         props.update({"name": name, "connector.class": CONNECTORS[name],
                       "source.cluster.alias": flow.source, "target.cluster.alias": flow.target})
         props.setdefault("enabled", "true" if flow.replicate else "false")
+        if name == "MirrorSourceConnector" and self.exactly_once(flow):
+            # Exactly-once mirroring (KIP-618): only committed source records are copied, and
+            # each transaction on the target holds records with their source offsets.
+            props.setdefault("source.consumer.isolation.level", "read_committed")
+            props.setdefault("exactly.once.support", "required")
         props.setdefault("tasks.max", "1")
         for key in ("key.converter", "value.converter", "header.converter"):
             props.setdefault(key, BYTE_ARRAY)
-        return props
+        # Each connector gets the keys it defines (the top level holds all three's).
+        own = _DEFINITIONS[name]().names()
+        return {k: v for k, v in props.items()
+                if k in own or k in _CONNECT_KEYS or k.startswith("errors.")}
 
     def connectors(self, flow: Flow) -> dict[str, dict[str, str]]:
         names = ["MirrorHeartbeatConnector"]

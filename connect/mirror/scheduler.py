@@ -63,17 +63,22 @@ class Scheduler:
         self._jobs.append(asyncio.run_coroutine_threadsafe(loop(), self.loop))
 
     def close(self) -> None:
+        """Stop the jobs (a running one is cancelled and may clean up), then the thread."""
         if not self.loop.is_running():
             return
 
         async def stop() -> None:
             self._stopped.set()
-            await asyncio.sleep(0)
+            current = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks, timeout=5) if tasks else None
 
         try:
-            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(5)
-            for job in self._jobs:
-                job.cancel()
+            asyncio.run_coroutine_threadsafe(stop(), self.loop).result(10)
+        except Exception as exc:  # noqa: BLE001 - closing anyway
+            log.warning("%s: stopping its jobs failed: %s", self.name, exc)
         finally:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)

@@ -412,6 +412,7 @@ class MirrorSourceTask(SourceTask):
         self._sync_lock = threading.Lock()
         self._remote: dict[str, str] = {}
         self._partitions: dict[tuple[str, int], dict[str, Any]] = {}
+        self._closing: asyncio.Future[None] | None = None
 
     async def start(self, props: dict[str, str]) -> None:
         settings = SourceSettings(props)
@@ -442,6 +443,9 @@ class MirrorSourceTask(SourceTask):
             offset = (stored or {}).get("offset")
             if isinstance(offset, int) and offset >= 0:
                 consumer.seek(tp, offset + 1)
+        if self.stopping:  # stop() came while starting: it found nothing to close yet
+            await self._close_clients()
+            return
         log.info("replicating %d topic-partitions %s->%s: %s", len(self.partitions),
                  flow.source_alias, flow.target_alias, encode_partitions(self.partitions))
 
@@ -523,6 +527,9 @@ class MirrorSourceTask(SourceTask):
     async def commit(self) -> None:
         """After the worker stored source offsets: the last record of each partition gets a
         sync too (Kafka's promoteDelayedOffsetSyncs), so translation is exact at rest."""
+        if self.stopping:
+            await self._close_clients()
+            return
         with self._sync_lock:
             self.pending.extend(self.delayed.values())
             self.delayed.clear()
@@ -545,14 +552,26 @@ class MirrorSourceTask(SourceTask):
 
     async def stop(self) -> None:
         self.stopping = True
+        await self._close_clients()
+
+    async def _close_clients(self) -> None:
+        """Close once; every caller (stop, and the last commit after it) waits for the end,
+        so the worker does not end the task's thread half-way through."""
+        if self._closing is None:
+            self._closing = asyncio.ensure_future(self._close_now())
+        await asyncio.shield(self._closing)
+
+    async def _close_now(self) -> None:
         consumer, self.consumer = self.consumer, None
         producer, self.sync_producer = self.sync_producer, None
-        if consumer is not None:
-            await consumer.stop()
-        if producer is not None:
-            with contextlib.suppress(Exception):  # closing anyway
-                await asyncio.wait_for(producer.flush(), 5)
-            await producer.stop()
+        try:
+            if consumer is not None:
+                await consumer.stop()
+        finally:
+            if producer is not None:
+                with contextlib.suppress(Exception):  # closing anyway
+                    await asyncio.wait_for(producer.flush(), 5)
+                await producer.stop()
 
 
 __all__ = ["CONFIG_DEF", "MirrorSourceConnector", "MirrorSourceTask", "PartitionState"]

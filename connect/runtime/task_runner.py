@@ -107,6 +107,8 @@ class TaskRunner:
         if stopper is not None:
             await stopper.wait(max(0.0, deadline - loop.time()))
         if self._runner is None or self._runner.done():
+            if self.thread is not None and not self.abandoned:
+                self.thread.close(0)  # here, not in _main: an async stop() ran on it
             return None
         reason = (f"Task {self.id} did not stop within task.shutdown.graceful.timeout.ms="
                   f"{timeout_ms} ms and was abandoned (its thread "
@@ -163,7 +165,8 @@ class TaskRunner:
             self.state = State.FAILED
             self.env.on_status(self.id, Status.failed(self.env.worker_id, exc))
         finally:
-            if self.thread is not None and not self.abandoned:
+            # A stopping task's thread is closed by stop() once its async stop() is done too.
+            if self.thread is not None and not self.abandoned and not self.stopping:
                 self.thread.close(0)
 
     async def execute(self) -> None:

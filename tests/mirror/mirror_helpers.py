@@ -150,12 +150,14 @@ def produce(bootstrap: str, records: list[tuple[str, int, bytes | None, bytes | 
     asyncio.run(run())
 
 
-def read_all(bootstrap: str, topic: str, timeout: float = 20) -> list[Any]:
+def read_all(bootstrap: str, topic: str, timeout: float = 20,
+             isolation: str = "read_uncommitted") -> list[Any]:
     """Every record of ``topic`` up to its end offsets now (all partitions)."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run() -> list[Any]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                    isolation_level=isolation)
         await consumer.start()
         try:
             parts = consumer.partitions_for_topic(topic) or set()
