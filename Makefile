@@ -53,6 +53,13 @@ connect-reference: $(VENV)/.installed
 	$(PY) -m tests.reference.connect prepare
 	$(PY) -m pytest -q -rfE tests/reference/connect/suite.py
 
+# Our MirrorMaker 2 and Kafka's (connect-mirror 4.3.1) read each other's checkpoints, offset syncs
+# and heartbeats (Kafka's RemoteClusterUtils through a small Java class): about 2 minutes.
+.PHONY: mirror-reference
+mirror-reference: $(VENV)/.installed
+	$(PY) -m tests.reference.connect prepare
+	$(PY) -m pytest -q -rfE tests/reference/connect/mirror_suite.py
+
 # The protocol fuzzer (tests/fuzz) with a random seed for FUZZ_SECONDS; it prints the seed and
 # every failing frame (python -m tests.fuzz --seed S --seconds N reproduces a run).
 FUZZ_SECONDS ?= 180
