@@ -121,6 +121,15 @@ def security_protocol(client: Any) -> str:
     return str(network._security_protocol)  # noqa: SLF001
 
 
+def producer_transaction(producer: AIOKafkaProducer) -> tuple[str, int, int]:
+    """(transactional id, producer id, epoch) of a transactional producer: what another process
+    needs to commit or abort the transaction it has open (EndTxn)."""
+    txn = producer._txn_manager  # noqa: SLF001
+    if txn is None or txn.transactional_id is None:
+        raise ValueError("the producer is not transactional")
+    return txn.transactional_id, int(txn.producer_id), int(txn.producer_epoch)
+
+
 def request_rejoin(consumer: Any) -> None:
     """Make a group member rejoin at its next poll (Kafka's ``enforceRebalance``)."""
     consumer._coordinator.request_rejoin()  # noqa: SLF001

@@ -27,6 +27,8 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
     InputPartition,
 )
 from pyspark.sql.streaming.datasource import (
@@ -87,7 +89,8 @@ SCHEMA = StructType([
 
 
 class StreamsDataSource(DataSource):
-    """The ``streams`` format: Kafka-protocol topics, read like Spark's ``kafka`` format."""
+    """The ``streams`` format: Kafka-protocol topics, read and written like Spark's ``kafka``
+    format (the writers are in :mod:`streams.spark.sink`)."""
 
     @classmethod
     def name(cls) -> str:
@@ -104,6 +107,16 @@ class StreamsDataSource(DataSource):
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         _check_schema(schema)
         return StreamsStreamReader(parse_options(self.options, mode="stream"))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        from streams.spark.sink import new_writer
+
+        return new_writer(self.options, schema)
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        from streams.spark.sink import new_stream_writer
+
+        return new_stream_writer(self.options, schema)
 
 
 def _check_schema(schema: StructType) -> None:
