@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import json
 import os
 import signal
 import subprocess
@@ -303,3 +302,97 @@ def test_exactly_once_protocol_survives_a_driver_death_at_each_step(
     uncommitted = sorted(value for *_, value, _ts, _h in
                          read_topic(bootstrap, "eos", "read_uncommitted"))
     assert set(uncommitted) == set(_expected(range(3)))
+
+
+# ---- a streaming query killed mid-batch ------------------------------------------------------
+
+
+class Watermarks:
+    """Sums over a topic's partitions of the high watermark and of the last stable offset
+    (librdkafka answers ListOffsets with the consumer's isolation level)."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
+        self.tps = [CTopicPartition(topic, p) for p in range(partitions)]
+        self.consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks",
+                                    "isolation.level": level})
+                          for level in ("read_uncommitted", "read_committed")]
+
+    def __call__(self) -> tuple[int, int]:
+        high, stable = (sum(c.get_watermark_offsets(tp, 10, cached=False)[1] for tp in self.tps)
+                        for c in self.consumers)
+        return high, stable
+
+    def close(self) -> None:
+        for consumer in self.consumers:
+            consumer.close()
+
+
+def _run_app(bootstrap: str, checkpoints: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    with open(log_path, "ab") as log_file:
+        return subprocess.Popen(
+            [sys.executable, str(SPARK_DIR / "sink_query_app.py"), bootstrap, "source",
+             str(checkpoints)], stdout=log_file, stderr=subprocess.STDOUT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"), start_new_session=True)
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.timeout(900)  # two Spark start-ups in child processes; slow on a loaded machine
+def test_streaming_query_killed_mid_batch(broker: Any, tmp_path: Path) -> None:
+    """SIGKILL (the driver's Python process, its JVM and its workers: the whole process group)
+    while the exactly-once query has a transaction open, restart from the checkpoints: the
+    exactly-once target holds every input row exactly once under read_committed, the
+    at-least-once target every input row at least once."""
+    bootstrap = broker.bootstrap
+    create_topics(bootstrap, {"source": 2, "target-alos": 2, "target-eos": 2})
+    total = 12_000
+
+    async def produce() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=20)
+        await producer.start()
+        try:
+            for start in range(0, total, 1000):
+                batch = [await producer.send("source", key=f"k{i % 97}".encode(),
+                                             value=f"row-{i}".encode())
+                         for i in range(start, start + 1000)]
+                await asyncio.gather(*batch)
+        finally:
+            await producer.stop()
+
+    asyncio.run(produce())
+    checkpoints = tmp_path / "checkpoints"
+    log_path = tmp_path / "app.log"
+    app = _run_app(bootstrap, checkpoints, log_path)
+    try:
+        # Kill while the exactly-once target has records of an undecided micro-batch
+        # (high watermark above the last stable offset) and output is part way.
+        watermarks = Watermarks(bootstrap, "target-eos", 2)
+
+        def mid_batch() -> bool:
+            assert app.poll() is None, log_path.read_text()[-3000:]
+            high, stable = watermarks()
+            return stable > 0 and high > stable
+
+        try:
+            wait_until(mid_batch, 180, interval=0.02,
+                       message="an open transaction on target-eos")
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait(30)
+            high, stable = watermarks()
+            assert high > stable  # the kill left a transaction open
+        finally:
+            watermarks.close()
+        app = _run_app(bootstrap, checkpoints, log_path)
+        assert app.wait(600) == 0, log_path.read_text()[-3000:]
+        assert "DONE" in log_path.read_text()
+    finally:
+        if app.poll() is None:
+            os.killpg(app.pid, signal.SIGKILL)
+            app.wait(30)
+
+    expected = sorted(f"row-{i}".encode() for i in range(total))
+    eos = sorted(value for *_, value, _ts, _h in read_topic(bootstrap, "target-eos"))
+    assert eos == expected
+    alos = [value for *_, value, _ts, _h in read_topic(bootstrap, "target-alos")]
+    assert set(alos) == set(expected)
+    assert len(alos) >= total

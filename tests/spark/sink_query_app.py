@@ -1,0 +1,48 @@
+"""Two streaming queries for the sink's kill test, in their own process and SparkSession:
+topic ``source`` -> ``target-alos`` (at_least_once) and ``target-eos`` (exactly_once_v2), each
+with its own checkpoint, ``trigger(availableNow=True)`` in micro-batches of at most
+``maxOffsetsPerTrigger`` records. Prints STARTED, then DONE when both queries finished cleanly.
+
+    python sink_query_app.py BOOTSTRAP SOURCE CHECKPOINT_DIR
+"""
+
+from __future__ import annotations
+
+import sys
+
+from streams.spark import get_spark_session
+
+
+def main() -> None:
+    bootstrap, source, checkpoints = sys.argv[1:4]
+    spark = get_spark_session("local[2]", app_name="sink-kill-test",
+                              conf={"spark.sql.shuffle.partitions": "2",
+                                    # slow Python worker start-ups on a loaded machine
+                                    "spark.python.authenticate.socketTimeout": "120s"})
+    spark.sparkContext.setLogLevel("ERROR")
+    queries = []
+    for guarantee, short in (("at_least_once", "alos"), ("exactly_once_v2", "eos")):
+        rows = (spark.readStream.format("streams")
+                .option("kafka.bootstrap.servers", bootstrap).option("subscribe", source)
+                .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "2000")
+                .load()
+                .selectExpr("key", "value", "headers"))
+        queries.append(rows.writeStream.format("streams")
+                       .option("kafka.bootstrap.servers", bootstrap)
+                       .option("topic", f"target-{short}")
+                       .option("processing.guarantee", guarantee)
+                       .option("checkpointLocation", f"{checkpoints}/{short}")
+                       .trigger(availableNow=True)
+                       .start())
+    print("STARTED", flush=True)
+    for query in queries:
+        query.awaitTermination()
+        if query.exception() is not None:
+            print(f"FAILED {query.exception()}", flush=True)
+            sys.exit(1)
+    print("DONE", flush=True)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
