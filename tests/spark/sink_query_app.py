@@ -8,6 +8,7 @@ with its own checkpoint, ``trigger(availableNow=True)`` in micro-batches of at m
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
@@ -40,10 +41,8 @@ def main() -> None:
     print("STARTED", flush=True)
     for i, mode in enumerate(modes):
         for _attempt in range(3):
-            try:
+            with contextlib.suppress(Exception):  # a failure is in exception() too
                 queries[i].awaitTermination()
-            except Exception:  # the failure is in exception() too
-                pass
             error = queries[i].exception()
             if error is None:
                 break
