@@ -2,7 +2,7 @@
 
 Run::
 
-    python benchmarks/connect_perf.py                  # full run (200k records, 3 rounds)
+    python benchmarks/connect_perf.py                  # full run (200k records, 3 rounds; ~5 min)
     python benchmarks/connect_perf.py --quick          # 30k records, 1 round, well under a minute
     python benchmarks/connect_perf.py --json out.json  # also write a JSON summary
     python benchmarks/connect_perf.py --help           # counts, rounds, profiling
