@@ -61,16 +61,17 @@ def mirror(args: argparse.Namespace) -> int:
     from connect.mirror.driver import MirrorMaker
     from connect.runtime.gc_policy import tune_gc
 
-    logging.basicConfig(level=logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("aiokafka").setLevel(logging.WARNING)
     try:
         config = _load(args.config)
         only = [c.strip() for c in args.clusters.split(",")] if args.clusters else None
         maker = MirrorMaker(config, only)  # type: ignore[arg-type]
+        config.validate_connectors()  # type: ignore[attr-defined]
     except (ValueError, OSError) as exc:
         print(f"{PROG}: {exc}", file=sys.stderr)
         return 2
+    logging.basicConfig(level=logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("aiokafka").setLevel(logging.WARNING)
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -28,6 +28,17 @@ def _one_line_error(result, *needles: str) -> str:  # noqa: ANN001
     return lines[0]
 
 
+def _in_process(args: list[str], capsys: pytest.CaptureFixture[str]):  # noqa: ANN202
+    """`streams mirror ARGS` run here (refused before anything starts: no process needed)."""
+    from types import SimpleNamespace
+
+    from streams.cli.main import main
+
+    code = main(["mirror", *args])
+    out = capsys.readouterr()
+    return SimpleNamespace(returncode=code, stdout=out.out, stderr=out.err)
+
+
 @pytest.mark.parametrize(("lines", "needles"), [
     (["A->C.enabled = true"], ("A->C.enabled", "'C'", "clusters = A, B")),
     (["A->B.enabled = true", "B->A.enabled = true",
@@ -41,17 +52,20 @@ def _one_line_error(result, *needles: str) -> str:  # noqa: ANN001
     (["A->B.enabled = true",
       "A->B.replication.policy.class = com.example.MyPolicy"], ("replication.policy.class",)),
 ])
-def test_bad_config_is_one_line(tmp_path: Path, lines: list[str], needles: tuple[str, ...]) -> None:
+def test_bad_config_is_one_line(tmp_path: Path, lines: list[str], needles: tuple[str, ...],
+                               capsys: pytest.CaptureFixture[str]) -> None:
     dead = f"127.0.0.1:{free_port()}"
     config = write_mm2(tmp_path / "mm2.properties", {"A": dead, "B": dead}, lines)
-    _one_line_error(run_mirror([str(config)]), *needles)
+    _one_line_error(_in_process([str(config)], capsys), *needles)
 
 
-def test_no_clusters_and_no_flow(tmp_path: Path) -> None:
+def test_no_clusters_and_no_flow(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     empty = tmp_path / "empty.properties"
     empty.write_text("A.bootstrap.servers = x:1\n")
-    _one_line_error(run_mirror([str(empty)]), "'clusters' is required")
+    _one_line_error(_in_process([str(empty)], capsys), "'clusters' is required")
     config = write_mm2(tmp_path / "mm2.properties", {"A": "x:1", "B": "x:2"}, [])
+    _one_line_error(_in_process([str(config)], capsys), "no flow is enabled")
+    # Exactly as a user sees it: the command in its own process.
     _one_line_error(run_mirror([str(config)]), "no flow is enabled")
 
 
