@@ -32,7 +32,7 @@ from ..processor.fk_join import (
 )
 from ..serde import Serdes
 from ..state.stores import StoreBuilder
-from .joins import copartition, materialized_view
+from .joins import copartition, table_view, view_store_names
 from .materialized import Materialized
 
 if TYPE_CHECKING:
@@ -70,8 +70,8 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     builder = left.builder
     topology = builder.topology
     left_join = kind == "left"
-    left_node, left_store = materialized_view(left)
-    right_node, right_store = materialized_view(right)
+    left_node, left_store = table_view(left)
+    right_node, right_store = table_view(right)
     fk_serde, right_values = right.key_serde, right.value_serde
 
     def named(suffix: str, prefix: str) -> str:
@@ -106,7 +106,7 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
         send_name,
         lambda: SubscriptionSendProcessor(left_store, extractor, left_join, fk_serde),
         left_node)
-    topology.connect_processor_and_state_stores(send_name, left_store)
+    topology.connect_processor_and_state_stores(send_name, *view_store_names(left_store))
     topology.add_sink(registration_sink, registration_topic, send_name,
                       key_serde=Serdes.bytes(), value_serde=subscription_serde,
                       partitioner=registration_partitioner)
@@ -123,7 +123,7 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     topology.add_processor(
         subscription_join,
         lambda: SubscriptionJoinProcessor(right_store, fk_serde, right_values), receive_name)
-    topology.connect_processor_and_state_stores(subscription_join, right_store)
+    topology.connect_processor_and_state_stores(subscription_join, *view_store_names(right_store))
     topology.add_processor(
         foreign_join,
         lambda: ForeignTableJoinProcessor(subscription_store, fk_serde, right_values),
@@ -140,7 +140,7 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     topology.add_processor(
         resolver, lambda: ResponseJoinProcessor(left_store, joiner, left_join, right_values),
         response_source)
-    topology.connect_processor_and_state_stores(resolver, left_store)
+    topology.connect_processor_and_state_stores(resolver, *view_store_names(left_store))
     topology.add_processor(result_name, lambda: ForeignKeyJoinResultProcessor(result_store),
                            resolver)
     key_serde = (mat.key_serde if mat else None) or left.key_serde
@@ -158,5 +158,5 @@ def kind_method(kind: str) -> str:
 
 def left_store_type(table: KTable, builder: Any) -> str:
     """The subscription store lives beside the tables: RocksDB unless the left is in memory."""
-    store = builder.topology.stores.get(materialized_view(table)[1])
+    store = builder.topology.stores.get(view_store_names(table_view(table)[1])[0])
     return getattr(store, "store_type", "rocksdb")

@@ -21,6 +21,7 @@ from ..processor.joins import (
     TimeTrackers,
 )
 from ..processor.stateless import PassThroughProcessor
+from ..processor.value_getter import DerivedGetter, JoinGetter, StoreGetter, ValueGetter
 from ..serde import Serde, Serdes
 from ..state.stores import StoreBuilder
 from ..topology.topology import SourceDef, Topology
@@ -69,6 +70,45 @@ def copartition(topology: Topology, *nodes: str, operator: str | None = None) ->
         topics.extend(t for t in source_topics(topology, node) if t not in topics)
     if len(topics) > 1:
         topology.copartition(*topics, operator=operator)
+
+
+def table_view(table: KTable) -> tuple[str, str | ValueGetter]:
+    """``(node, view)`` of ``table`` for a join that reads it: its store's name when it has
+    one; for a table derived record by record (filter, map_values) or a table-table join
+    without a store, a value getter that computes the value on demand from the stored
+    ancestors (Kafka's value getters, streams/processor/value_getter.py); for anything else
+    (a suppressed table) a store added after it.
+    """
+    if table.store_name is not None:
+        return table.node, table.store_name
+    getter = value_getter(table)
+    if getter is not None:
+        return table.node, getter
+    return materialized_view(table)
+
+
+def value_getter(table: KTable) -> ValueGetter | None:
+    """The on-demand getter of a table without a store, or None when it has none."""
+    if table.store_name is not None:
+        return StoreGetter(table.store_name)
+    recipe = table.getter_recipe
+    if recipe is None:
+        return None
+    if recipe[0] == "derived":
+        _, parent, step, maps_values = recipe
+        parent_view = table_view(parent)[1]
+        parent_getter = StoreGetter(parent_view) if isinstance(parent_view, str) \
+            else parent_view
+        return DerivedGetter(parent_getter, step, table.value_serde if maps_values else None,
+                             maps_values)
+    _, left, right, joiner, kind = recipe
+    views = [table_view(side)[1] for side in (left, right)]
+    getters = [StoreGetter(v) if isinstance(v, str) else v for v in views]
+    return JoinGetter(getters[0], getters[1], joiner, kind, table.value_serde)
+
+
+def view_store_names(view: str | ValueGetter) -> tuple[str, ...]:
+    return (view,) if isinstance(view, str) else view.store_names()
 
 
 def materialized_view(table: KTable) -> tuple[str, str]:
@@ -176,7 +216,7 @@ def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: boo
         stream = stream.repartition_for_join(name or stream.node,
                                         key_serde or stream.key_serde or table.key_serde,
                                         value_serde)
-    table_node, store = materialized_view(table)
+    table_node, store = table_view(table)
     join_name = name or builder.new_name("KSTREAM-LEFTJOIN" if left else "KSTREAM-JOIN")
     from .versioned import versioned_stream_table_join  # KIP-914 / KIP-923
 
@@ -188,7 +228,7 @@ def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: boo
         stream.node)
     if buffer is not None:
         topology.add_state_store(buffer, join_name)
-    topology.connect_processor_and_state_stores(join_name, store)
+    topology.connect_processor_and_state_stores(join_name, *view_store_names(store))
     copartition(topology, stream.node, table_node, operator=join_name)
     return KStream(builder, join_name, key_serde or stream.key_serde, None, False)
 
@@ -334,14 +374,15 @@ def table_join(left: KTable, right: KTable, joiner: Joiner, kind: str,
     store = None
     if mat is not None:
         store = mat.name or builder.new_store_name("KTABLE-MERGE-")
-    left_node, left_store = materialized_view(left)
-    right_node, right_store = materialized_view(right)
+    left_node, left_store = table_view(left)
+    right_node, right_store = table_view(right)
     merge_name = name or builder.new_name("KTABLE-MERGE")
     this_name = f"{name}-join-this" if name else builder.new_name("KTABLE-JOINTHIS")
     other_name = f"{name}-join-other" if name else builder.new_name("KTABLE-JOINOTHER")
     key_serde = (mat.key_serde if mat else None) or left.key_serde
     value_serde = mat.value_serde if mat else None
     result = KTable(builder, merge_name, store, key_serde, value_serde)
+    result.getter_recipe = ("join", left, right, joiner, kind)
     this_mode, other_mode = {"inner": ("inner", "inner"), "left": ("left", "right"),
                              "outer": ("outer", "outer")}[kind]
     reverse = _reverse(joiner)
@@ -352,11 +393,11 @@ def table_join(left: KTable, right: KTable, joiner: Joiner, kind: str,
     topology.add_processor(
         this_name, lambda: TableTableJoinProcessor(right_store, joiner, this_mode, send_old),
         left_node)
-    topology.connect_processor_and_state_stores(this_name, right_store)
+    topology.connect_processor_and_state_stores(this_name, *view_store_names(right_store))
     topology.add_processor(
         other_name, lambda: TableTableJoinProcessor(left_store, reverse, other_mode, send_old),
         right_node)
-    topology.connect_processor_and_state_stores(other_name, left_store)
+    topology.connect_processor_and_state_stores(other_name, *view_store_names(left_store))
     topology.add_processor(merge_name, lambda: TableJoinMergeProcessor(store), this_name,
                            other_name)
     if mat is not None and store is not None:

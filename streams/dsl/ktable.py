@@ -42,6 +42,10 @@ class KTable:
         # account: aggregation and join results do, sources and derived tables only when
         # materialized under a name (builder.table, to_table and _derive set it).
         self.offers_old_values = True
+        # How a join reads this table when it has no store (streams/dsl/joins.py,
+        # value_getter): ("derived", parent, step, maps_values) for filter/map_values,
+        # ("join", left, right, joiner, kind) for a primary-key table-table join.
+        self.getter_recipe: tuple[Any, ...] | None = None
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
@@ -65,7 +69,8 @@ class KTable:
 
     def _derive(self, prefix: str, materialized: Materialized | str | None,
                 make: Callable[[KTable, str | None], Any],
-                value_serde: Serde[Any] | None) -> KTable:
+                value_serde: Serde[Any] | None,
+                step: Callable[[Any, Any], Any] | None = None) -> KTable:
         """Add a record-by-record table operator, stored when ``materialized`` is given."""
         builder = self.builder
         mat = None if materialized is None else Materialized.of(materialized)
@@ -77,6 +82,8 @@ class KTable:
         value_serde = (mat.value_serde if mat else None) or value_serde
         table = KTable(builder, name, store_name, key_serde, value_serde, parent=self)
         table.offers_old_values = mat is not None and mat.name is not None
+        if step is not None:  # (key, parent value) -> value, for joins reading it storeless
+            table.getter_recipe = ("derived", self, step, value_serde is None)
         builder.topology.add_processor(name, lambda: make(table, store_name), self.node)
         if mat is not None:
             assert store_name is not None
@@ -94,7 +101,7 @@ class KTable:
             lambda table, store: versioned_filter(
                 TableFilterProcessor(predicate, False, store,
                                      table.send_old_values or parent_sends), versioned),
-            self.value_serde)
+            self.value_serde, _filter_step(predicate, False))
 
     def filter_not(self, predicate: Callable[[Any, Any], bool],
                    materialized: Materialized | str | None = None) -> KTable:
@@ -106,7 +113,7 @@ class KTable:
             lambda table, store: versioned_filter(
                 TableFilterProcessor(predicate, True, store,
                                      table.send_old_values or parent_sends), versioned),
-            self.value_serde)
+            self.value_serde, _filter_step(predicate, True))
 
     def map_values(self, mapper: Callable[..., Any],
                    materialized: Materialized | str | None = None) -> KTable:
@@ -116,7 +123,7 @@ class KTable:
         return self._derive(
             "KTABLE-MAPVALUES", materialized,
             lambda table, store: processor(mapper, store, table.send_old_values),
-            None)
+            None, (lambda k, v: mapper(k, v)) if keyed else (lambda k, v: mapper(v)))
 
     def to_stream(self, mapper: Callable[[Any, Any], Any] | None = None) -> KStream:
         check(mapper, "KTable.to_stream", "mapper(key, value)")
@@ -194,6 +201,11 @@ class KTable:
                              "that version semantics might be inherited from upstream)")
 
         return suppress_table(self, suppressed)
+
+
+def _filter_step(predicate: Callable[[Any, Any], bool], negate: bool
+                 ) -> Callable[[Any, Any], Any]:
+    return lambda key, value: value if bool(predicate(key, value)) != negate else None
 
 
 class GlobalKTable:

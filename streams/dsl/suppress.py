@@ -117,6 +117,9 @@ def suppress_table(ktable: KTable, suppressed: Suppressed) -> KTable:
         raise TypeError("suppress takes Suppressed.until_window_closes(...) or "
                         f"Suppressed.until_time_limit(...), got {suppressed!r}")
     builder = ktable.builder
+    # the buffer forwards the old values it is given: Kafka's suppress asks its parent for
+    # them (enableSendingOldValues(true), materializing it if need be)
+    ktable.enable_sending_old_values()
     if suppressed.name is not None:
         name, store_name = suppressed.name, f"{suppressed.name}-store"
     else:

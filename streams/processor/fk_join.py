@@ -27,6 +27,7 @@ from typing import Any
 from ..serde import Serde, SerializationError
 from .api import Change, Processor, ProcessorContext, Record
 from .joins import internal_value_serde, topic_key_serde
+from .value_getter import bind_view, view_name
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,8 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        store = context.get_state_store(self.left_store_name)
+        store = bind_view(context, self.left_store_name)  # a store or a value getter
+        self.left_store_name = view_name(self.left_store_name)
         self.pk_serde = store.key_serde
         self.value_serde = store.value_serde
         self.fk_serde = topic_key_serde(self.fk_serde_explicit, context.app_config)
@@ -263,7 +265,8 @@ class SubscriptionJoinProcessor(Processor[Any, Any]):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.right_store = context.get_state_store(self.right_store_name)
+        self.right_store = bind_view(context, self.right_store_name)
+        self.right_store_name = view_name(self.right_store_name)
         self.fk_serde = topic_key_serde(self.fk_serde_explicit, context.app_config)
         self.value_serde = internal_value_serde(self.value_serde_explicit, context.app_config)
 
@@ -334,7 +337,8 @@ class ResponseJoinProcessor(Processor[Any, Any]):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.left_store = context.get_state_store(self.left_store_name)
+        self.left_store = bind_view(context, self.left_store_name)
+        self.left_store_name = view_name(self.left_store_name)
         self.value_serde = internal_value_serde(self.value_serde_explicit, context.app_config)
 
     def process(self, record: Record[bytes, SubscriptionResponseWrapper]) -> None:

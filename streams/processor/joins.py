@@ -15,6 +15,7 @@ from typing import Any
 
 from ..serde import InternalSerde, Serde, Serdes, resolve_serde
 from .api import Change, Processor, ProcessorContext, Record, TaskId
+from .value_getter import bind_view
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,7 @@ class StreamTableJoinProcessor(Processor[Any, Any]):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.store = context.get_state_store(self.store_name)
+        self.store = bind_view(context, self.store_name)  # a store, or a table's value getter
 
     def process(self, record: Record[Any, Any]) -> None:
         value = record.value
@@ -148,7 +149,7 @@ class TableTableJoinProcessor(Processor[Any, Any]):
 
     def init(self, context: ProcessorContext) -> None:
         super().init(context)
-        self.other_store = context.get_state_store(self.other_store_name)
+        self.other_store = bind_view(context, self.other_store_name)
         self.sending_old = self.send_old()
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
@@ -208,6 +209,11 @@ class TableJoinMergeProcessor(Processor[Any, Any]):
 
 
 # -- stream-stream (windowed) -------------------------------------------------------------------
+
+
+def _java_long(value: int) -> int:
+    """``value`` as Java's 64-bit signed arithmetic leaves it (wrapping on overflow)."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 class TimeTracker:
@@ -356,10 +362,6 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         timestamp = record.timestamp
         tracker = self.tracker
         tracker.advance(timestamp)
-        if tracker.next_emit_ms < 0 and self.emit_interval_ms > 0:
-            # Kafka 4.4's throttle starts with the join's first record: the first emit of
-            # non-joined records waits one interval from then
-            tracker.next_emit_ms = self.context.current_system_time_ms() + self.emit_interval_ms
         key, value = record.key, record.value
         if value is None or (key is None and not self.outer):
             log.debug("stream-stream join: skipping a record with a null key or value")
@@ -400,8 +402,12 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         tracker = self.tracker
         stream_time = tracker.stream_time
         grace = self.grace_ms
-        if tracker.min_time + self.after_ms + grace >= stream_time:
-            return  # nothing can have closed yet
+        if _java_long(tracker.min_time + self.after_ms + grace) >= stream_time:
+            # nothing can have closed yet. Kafka adds in Java longs: with no pending record
+            # (min time Long.MAX_VALUE) and a window reaching past the record or a grace, the
+            # sum wraps negative and the check goes on, so the emit throttle's interval starts
+            # at the join's first record; with neither it waits for the first pending record
+            return
         if self.emit_interval_ms > 0:
             now = self.context.current_system_time_ms()
             if now < tracker.next_emit_ms:
