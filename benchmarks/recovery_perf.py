@@ -10,6 +10,13 @@ entries) on the bundled broker, 4 input partitions, one instance. For each guara
 3. after that everything is committed again, it is stopped cleanly (SIGTERM, ``close``);
 4. it is restarted and measured the same way.
 
+``--frameworks ours,ks`` adds Kafka Streams 4.4 (``benchmarks/kstreams/.../RecoveryApp.java``,
+the same topology, compiled with javac against the jars ``tests/reference/kafka.py`` prepares,
+into the git-ignored ``.bench/recovery-ks``); ours runs first. Without java the ks rows are
+skipped with one line saying why. Kafka Streams does not leave the group on ``close()``
+(``internal.leave.group.on.close=false``), so its clean restart may wait for the session timeout
+too.
+
 A killed member stays in the group until its session times out, so after SIGKILL the
 rebalance that gives the new instance its tasks waits up to ``session.timeout.ms``
 (``--session-timeout-ms``, default 10 s, set in the app). Targets (issue [15]): after SIGKILL,
@@ -22,6 +29,7 @@ Run::
     python benchmarks/recovery_perf.py --keys 100000 --guarantees eos
     python benchmarks/recovery_perf.py --ours-tree /tmp/old  # another tree (e.g. git archive
                                                              # of an older commit) for "before"
+    python benchmarks/recovery_perf.py --frameworks ours,ks  # and Kafka Streams 4.4
 
 Every process started (broker, apps) is stopped on exit, including on Ctrl-C and SIGTERM.
 """
@@ -33,6 +41,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,12 +57,16 @@ except ImportError:  # pragma: no cover - reported to the user
     sys.exit("recovery_perf: confluent-kafka is missing; pip install -e '.[bench]'")
 
 APP = Path(__file__).resolve().with_name("recovery_perf_app.py")
+KS_SOURCE = (Path(__file__).resolve().parent / "kstreams" / "src" / "main" / "java"
+             / "streamsperf" / "RecoveryApp.java")
+KS_BUILD = REPO_ROOT / ".bench" / "recovery-ks"
 INPUT = "recovery-input"
 GUARANTEES = {"alos": "at_least_once", "eos": "exactly_once_v2"}
 
 
 @dataclass
 class Restart:
+    framework: str
     guarantee: str
     after: str  # "SIGKILL" | "clean stop"
     seconds_to_first_result: float
@@ -110,18 +123,44 @@ def all_committed(bootstrap: str, app_id: str, partitions: int) -> bool:
     return all(tp.offset == ends[tp.partition] for tp in committed)
 
 
+def compile_ks() -> str:
+    """The classpath of the Kafka Streams app (compiled when its source changed)."""
+    sys.path.insert(0, str(REPO_ROOT))
+    from tests.reference import kafka as reference
+
+    if shutil.which("java") is None or shutil.which("javac") is None:
+        raise RuntimeError("java/javac are not on PATH")
+    libs = reference.prepare()
+    marker = KS_BUILD / ".source"
+    source = KS_SOURCE.read_text()
+    if not marker.exists() or marker.read_text() != source:
+        shutil.rmtree(KS_BUILD, ignore_errors=True)
+        KS_BUILD.mkdir(parents=True)
+        done = subprocess.run(["javac", "-nowarn", "-d", str(KS_BUILD), "-cp", f"{libs}/*",
+                               str(KS_SOURCE)], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"javac failed: {done.stderr.strip()[:2000]}")
+        marker.write_text(source)
+    return f"{KS_BUILD}:{libs}/*"
+
+
 class App:
     """One run of the counting app; its stdout lines are read from its log."""
 
     def __init__(self, procs: Processes, args: argparse.Namespace, bootstrap: str,
                  app_id: str, guarantee: str, state_dir: Path, log: Path) -> None:
-        tree = args.ours_tree or str(REPO_ROOT)
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=tree)
+        app_args = [bootstrap, app_id, GUARANTEES[guarantee], str(state_dir),
+                    str(args.session_timeout_ms)]
         self.log = log
         self.started = time.monotonic()
-        self.proc = procs.start([sys.executable, str(APP), bootstrap, app_id,
-                                 GUARANTEES[guarantee], str(state_dir),
-                                 str(args.session_timeout_ms)], log, env=env, cwd=tree)
+        if app_id.startswith("ks-"):
+            self.proc = procs.start(["java", "-cp", args.ks_classpath, "streamsperf.RecoveryApp",
+                                     *app_args], log)
+        else:
+            tree = args.ours_tree or str(REPO_ROOT)
+            env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=tree)
+            self.proc = procs.start([sys.executable, str(APP), *app_args], log, env=env,
+                                    cwd=tree)
         self.procs = procs
         self.running_at: float | None = None
 
@@ -175,9 +214,9 @@ class OutputWatch:
         self.consumer.close()
 
 
-def restart(procs: Processes, args: argparse.Namespace, bootstrap: str, app_id: str,
-            guarantee: str, state_dir: Path, work: Path, label: str, probe: str) -> tuple[App,
-                                                                                         Restart]:
+def restart(procs: Processes, args: argparse.Namespace, bootstrap: str, framework: str,
+            app_id: str, guarantee: str, state_dir: Path, work: Path, label: str,
+            probe: str) -> tuple[App, Restart]:
     watch = OutputWatch(bootstrap, f"{app_id}-counts", args.partitions)
     try:
         app = App(procs, args, bootstrap, app_id, guarantee, state_dir,
@@ -188,24 +227,24 @@ def restart(procs: Processes, args: argparse.Namespace, bootstrap: str, app_id: 
         watch.close()
     app.check()
     running = (app.running_at or seen) - app.started
-    return app, Restart(guarantee, label, round(seen - app.started, 2), round(running, 2),
-                        app.restored())
+    return app, Restart(framework, guarantee, label, round(seen - app.started, 2),
+                        round(running, 2), app.restored())
 
 
 def run_guarantee(procs: Processes, args: argparse.Namespace, bootstrap: str, work: Path,
-                  guarantee: str) -> list[Restart]:
-    app_id = f"recovery-{guarantee}"
-    state_dir = work / f"state-{guarantee}"
+                  framework: str, guarantee: str) -> list[Restart]:
+    app_id = f"{framework}-recovery-{guarantee}"
+    state_dir = work / f"state-{framework}-{guarantee}"
     started = time.monotonic()
     app = App(procs, args, bootstrap, app_id, guarantee, state_dir, work / f"{app_id}-load.log")
     wait(lambda: (app.check(), all_committed(bootstrap, app_id, args.partitions))[1],
          args.timeout, f"{app_id} to count the input", poll=1.0)
-    print(f"  {guarantee}: counted {args.keys:,} keys in {time.monotonic() - started:.1f} s",
+    print(f"  {framework} {guarantee}: counted {args.keys:,} keys in {time.monotonic() - started:.1f} s",
           flush=True)
     app.stop(signal.SIGKILL)
     rows = []
-    app, row = restart(procs, args, bootstrap, app_id, guarantee, state_dir, work, "SIGKILL",
-                       f"probe-{guarantee}-kill")
+    app, row = restart(procs, args, bootstrap, framework, app_id, guarantee, state_dir, work,
+                       "SIGKILL", f"probe-{framework}-{guarantee}-kill")
     rows.append(row)
     print(f"  {row}", flush=True)
     wait(lambda: (app.check(), all_committed(bootstrap, app_id, args.partitions))[1],
@@ -213,8 +252,8 @@ def run_guarantee(procs: Processes, args: argparse.Namespace, bootstrap: str, wo
     app.stop(signal.SIGTERM)
     if "CLOSED" not in app.lines():
         raise RuntimeError(f"{app_id} did not close cleanly; see {app.log}")
-    app, row = restart(procs, args, bootstrap, app_id, guarantee, state_dir, work,
-                       "clean stop", f"probe-{guarantee}-clean")
+    app, row = restart(procs, args, bootstrap, framework, app_id, guarantee, state_dir, work,
+                       "clean stop", f"probe-{framework}-{guarantee}-clean")
     rows.append(row)
     print(f"  {row}", flush=True)
     app.stop(signal.SIGTERM)
@@ -226,18 +265,18 @@ def render(rows: list[Restart], args: argparse.Namespace) -> str:
     out = [f"recovery after restart: count over {args.keys:,} keys, {args.partitions} "
            f"partitions, session.timeout.ms={args.session_timeout_ms}, tree "
            f"{args.ours_tree or REPO_ROOT}",
-           f"{'guarantee':<10} {'after':<11} {'first result s':>14} {'RUNNING s':>10} "
-           f"{'restored':>10}  target"]
+           f"{'framework':<10} {'guarantee':<10} {'after':<11} {'first result s':>14} "
+           f"{'RUNNING s':>10} {'restored':>10}  target"]
     for row in rows:
         target = ""
         if row.after == "SIGKILL":
-            clean = next((r for r in rows if r.guarantee == row.guarantee
-                          and r.after == "clean stop"), None)
+            clean = next((r for r in rows if (r.framework, r.guarantee) ==
+                          (row.framework, row.guarantee) and r.after == "clean stop"), None)
             if clean is not None:
                 limit = 1.5 * clean.seconds_to_first_result + session_s
                 target = (f"time <= {limit:.2f} s: "
                           f"{'met' if row.seconds_to_first_result <= limit else 'MISSED'}")
-        out.append(f"{row.guarantee:<10} {row.after:<11} {row.seconds_to_first_result:>14.2f} "
+        out.append(f"{row.framework:<10} {row.guarantee:<10} {row.after:<11} {row.seconds_to_first_result:>14.2f} "
                    f"{row.seconds_to_running:>10.2f} {row.restored:>10,}  {target}")
     return "\n".join(out)
 
@@ -247,6 +286,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--keys", type=int, default=1_000_000, help="distinct keys (default 1M)")
     p.add_argument("--partitions", type=int, default=4)
     p.add_argument("--guarantees", default="alos,eos", help="comma list of alos, eos")
+    p.add_argument("--frameworks", default="ours",
+                   help="comma list of ours, ks (Kafka Streams 4.4); default ours")
     p.add_argument("--session-timeout-ms", type=int, default=10_000)
     p.add_argument("--timeout", type=float, default=900, help="per step, seconds")
     p.add_argument("--ours-tree", metavar="DIR",
@@ -258,6 +299,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = set(args.guarantee_list) - set(GUARANTEES)
     if unknown:
         p.error(f"unknown guarantee(s) {sorted(unknown)}; use alos, eos")
+    args.framework_list = [f.strip() for f in args.frameworks.split(",") if f.strip()]
+    if set(args.framework_list) - {"ours", "ks"}:
+        p.error(f"unknown framework(s) {sorted(set(args.framework_list) - {'ours', 'ks'})}; "
+                "use ours, ks")
     if args.keys < 1:
         p.error("--keys must be at least 1")
     return args
@@ -270,14 +315,23 @@ def main(argv: list[str] | None = None) -> int:
     procs = Processes()
     try:
         bootstrap, _ = start_broker(procs, work)
+        frameworks = list(args.framework_list)
+        if "ks" in frameworks:
+            try:
+                args.ks_classpath = compile_ks()
+            except Exception as exc:  # reported, and the ks rows skipped
+                print(f"skipping Kafka Streams: {exc}", flush=True)
+                frameworks.remove("ks")
         create_topics(bootstrap, {INPUT: args.partitions, **{
-            f"recovery-{g}-counts": args.partitions for g in args.guarantee_list}})
+            f"{f}-recovery-{g}-counts": args.partitions
+            for f in frameworks for g in args.guarantee_list}})
         started = time.monotonic()
         produce(bootstrap, [(f"key-{i:08d}", "x") for i in range(args.keys)])
         print(f"input: {args.keys:,} keys in {time.monotonic() - started:.1f} s", flush=True)
         rows: list[Restart] = []
-        for guarantee in args.guarantee_list:
-            rows.extend(run_guarantee(procs, args, bootstrap, work, guarantee))
+        for framework in frameworks:
+            for guarantee in args.guarantee_list:
+                rows.extend(run_guarantee(procs, args, bootstrap, work, framework, guarantee))
         print(render(rows, args))
         if args.json:
             Path(args.json).write_text(json.dumps([asdict(r) for r in rows], indent=2))

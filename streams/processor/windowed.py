@@ -269,7 +269,7 @@ class SlidingWindowAggregateProcessor(_WindowedAggregateBase):
         self._emit_range(record, close_time, lower, upper)
 
 
-class SessionWindowAggregateProcessor(_WindowedAggregateBase):
+class SessionWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
     """``SessionWindows``: per-key sessions merged when a record falls within the gap."""
 
     def __init__(self, store_name: str, windows: Any, initializer: Initializer,
@@ -278,6 +278,18 @@ class SessionWindowAggregateProcessor(_WindowedAggregateBase):
         self.gap = windows.gap_ms
         self.grace = windows.grace_ms
         self.merger = merger
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        # With the record cache, merges and updates wait in the session store's cache and
+        # only each session's latest value (or its removal) is forwarded at a flush, as
+        # Kafka's CachingSessionStore does.
+        self._init_cache_forwarding(context, enable=not self.emit_on_close)
+
+    def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
+        if new is None and old is None:
+            return  # a session created and merged away within one flush: nothing to say
+        self._forward_flushed(key, new, old, key.window.end, context)
 
     def process(self, record: Record[Any, Any]) -> None:
         key = record.key
@@ -299,6 +311,13 @@ class SessionWindowAggregateProcessor(_WindowedAggregateBase):
             end = max(end, windowed.window.end)
         if end < close_time:
             self._drop(f"expired session [{start},{end}]", record)
+        elif self._cache_active():
+            context = self._cache_context(record)
+            if (start, end) != (ts, ts):
+                for windowed, _value in merged:
+                    store.remove(windowed, ts, context)
+            store.put(Windowed(key, Window(start, end)),
+                      self.aggregator(key, record.value, agg), ts, context)
         else:
             forward = None if self.emit_on_close else self.context.forward
             if (start, end) != (ts, ts):

@@ -15,6 +15,7 @@ are estimates (key bytes + shallow value size + entry overhead), not exact memor
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -65,6 +66,9 @@ class StoreCache:
         self.listener = listener
         self.entries: dict[bytes, CacheEntry] = {}
         self.dirty = 0
+        # The keys in order, kept only once the owner scans a range (a session store does on
+        # every record); a cache that is never scanned pays one attribute test per new key.
+        self._sorted: list[bytes] | None = None
 
     def get(self, key_bytes: bytes) -> CacheEntry | None:
         return self.entries.get(key_bytes)
@@ -76,6 +80,8 @@ class StoreCache:
             budget.used -= previous.size
             if previous.dirty:
                 self.dirty -= 1
+        elif self._sorted is not None:
+            bisect.insort(self._sorted, key_bytes)
         size = len(key_bytes) + sys.getsizeof(value) + ENTRY_OVERHEAD
         entries[key_bytes] = CacheEntry(key, value, timestamp, True, context, size)
         budget.used += size
@@ -89,6 +95,14 @@ class StoreCache:
             self.budget.used -= entry.size
             if entry.dirty:
                 self.dirty -= 1
+            self._unsort(key_bytes)
+
+    def _unsort(self, key_bytes: bytes) -> None:
+        keys = self._sorted
+        if keys is not None:
+            index = bisect.bisect_left(keys, key_bytes)
+            if index < len(keys) and keys[index] == key_bytes:
+                del keys[index]
 
     def evict(self) -> None:
         """Drop least recently written entries until the budget holds; dirty ones are
@@ -102,6 +116,7 @@ class StoreCache:
             else:
                 del entries[key_bytes]
                 budget.used -= entry.size
+                self._unsort(key_bytes)
 
     def flush(self) -> bool:
         """Write and forward every dirty entry (kept as clean entries); True if any."""
@@ -122,13 +137,30 @@ class StoreCache:
         if evict:
             del self.entries[key_bytes]
             self.budget.used -= entry.size
+            self._unsort(key_bytes)
         self.listener(entry.key, entry.value, None if old is None else old[0], entry.timestamp,
                       entry.context)
 
     def dirty_in_range(self, lo: bytes | None, hi: bytes | None,
                        reverse: bool) -> list[tuple[bytes, CacheEntry]]:
-        """Dirty entries with lo <= key <= hi in key order (a snapshot: safe to iterate while
-        the stream thread writes, e.g. for interactive queries). ``dict.copy()`` is one C call
+        """The owner's read: dirty entries with lo <= key <= hi in key order (a list: the
+        owner may write while it iterates), found through the sorted keys, so it costs the
+        range, not the cache."""
+        keys = self._sorted
+        if keys is None:
+            keys = self._sorted = sorted(self.entries)
+        start = 0 if lo is None else bisect.bisect_left(keys, lo)
+        stop = len(keys) if hi is None else bisect.bisect_right(keys, hi)
+        entries = self.entries
+        found = [(k, entries[k]) for k in keys[start:stop] if entries[k].dirty]
+        if reverse:
+            found.reverse()
+        return found
+
+    def dirty_snapshot_in_range(self, lo: bytes | None, hi: bytes | None,
+                                reverse: bool) -> list[tuple[bytes, CacheEntry]]:
+        """Dirty entries with lo <= key <= hi in key order, for other threads (interactive
+        queries): it touches nothing the owner maintains. ``dict.copy()`` is one C call
         that allocates no tracked objects, so no GC (and no thread switch) runs inside it;
         ``list(d.items())`` builds a tuple per entry and can be interrupted."""
         found = [(k, e) for k, e in self.entries.copy().items() if e.dirty
@@ -141,6 +173,7 @@ class StoreCache:
             self.budget.used -= entry.size
         self.entries.clear()
         self.dirty = 0
+        self._sorted = None
 
 
 class CachingStore:

@@ -61,7 +61,7 @@ class ReadOnlyCache:
         return self.entries.get(key_bytes)
 
     def dirty_in_range(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> list[Any]:
-        return self.cache.dirty_in_range(lo, hi, reverse)
+        return self.cache.dirty_snapshot_in_range(lo, hi, reverse)
 
     @property
     def dirty(self) -> int:

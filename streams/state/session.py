@@ -26,6 +26,12 @@ API::
                                                                           # by end, key, start
     fetch(key) -> all sessions of key; fetch_range(key_from, key_to); all()
     restore(key_bytes, value_bytes, timestamp); flush(); close(); wipe()
+
+Caching (Kafka's CachingSessionStore): a store written by one processor may cache, as
+key-value and window stores do (cache.py): ``put``/``remove`` land in the record cache under
+the session key, every read lays the cache's dirty entries over the store, and a flush
+(commit, eviction) writes, changelogs and hands each change to the processor's listener with
+the ``Windowed`` key.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ from typing import Any
 from ..serde import Serde
 from ..windowing import Window, Windowed
 from .api import BytesKeyValueStore, ChangeLogger
+from .cache import CacheEntry, CachingStore, overlay_sorted
 from .changelogging import with_change_logging
 from .window import _TimeIndexed
 
@@ -45,7 +52,7 @@ _SUFFIX = 16
 _MAX_TS = 2**63 - 1
 
 
-class SessionStore(_TimeIndexed):
+class SessionStore(CachingStore, _TimeIndexed):
     def __init__(
         self,
         name: str,
@@ -60,6 +67,7 @@ class SessionStore(_TimeIndexed):
         super().__init__(name, with_change_logging(inner, logger, False), index, retention_ms)
         self.key_serde = key_serde
         self.value_serde = value_serde
+        self._init_caching()
 
     # -- encoding -----------------------------------------------------------------------------
 
@@ -89,22 +97,74 @@ class SessionStore(_TimeIndexed):
 
     # -- writes -------------------------------------------------------------------------------
 
-    def put(self, windowed: Windowed[Any], agg: Any, timestamp: int | None = None) -> None:
+    def put(self, windowed: Windowed[Any], agg: Any, timestamp: int | None = None,
+            context: Any = None) -> None:
+        """Write (into the cache when caching is on; ``context`` is handed back to the flush
+        listener with the change)."""
         window = windowed.window
         if window.start < 0 or window.end < window.start:
             raise ValueError(f"session store {self.name}: bad session window {window}")
         primary = self._session_key(windowed)
-        value_bytes = self.value_serde.serialize(self.name, agg)
         self._advance(window.end)
         if window.end <= self._cutoff():
             return
-        self._write(primary, value_bytes, window.end if timestamp is None else timestamp)
+        timestamp = window.end if timestamp is None else timestamp
+        if self.cache is not None:
+            self.cache.put(primary, windowed, agg, timestamp, context)
+            return
+        self._store_value(primary, agg, timestamp)
 
-    def remove(self, windowed: Windowed[Any], timestamp: int | None = None) -> None:
+    def remove(self, windowed: Windowed[Any], timestamp: int | None = None,
+               context: Any = None) -> None:
         primary = self._session_key(windowed)
-        self._write(primary, None, windowed.window.end if timestamp is None else timestamp)
+        timestamp = windowed.window.end if timestamp is None else timestamp
+        if self.cache is not None:
+            self.cache.put(primary, windowed, None, timestamp, context)
+            return
+        self._write(primary, None, timestamp)
+
+    # -- caching ------------------------------------------------------------------------------
+
+    def _store_value(self, primary: bytes, agg: Any, timestamp: int) -> None:
+        value_bytes = None if agg is None else self.value_serde.serialize(self.name, agg)
+        self._write(primary, value_bytes, timestamp)
+
+    def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
+        stored = self.inner.get(primary)
+        if stored is None:
+            return None
+        return self.value_serde.deserialize(self.name, stored), _LONG.unpack_from(primary,
+                                                                                 len(primary) - 16)[0]
+
+    def flush(self) -> None:
+        self.flush_cache()
+        super().flush()
+
+    def close(self) -> None:
+        self._clear_cache()
+        super().close()
+
+    def wipe(self) -> None:
+        self._clear_cache()
+        super().wipe()
+
+    def _merged(self, lo: bytes | None, hi: bytes | None,
+                backward: bool) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
+        """A session-key scan with the cache's dirty entries laid over it."""
+        stored = self.inner.range(lo, hi, backward)
+        overlay = (self.cache.dirty_in_range(lo, hi, backward) if self.cache is not None
+                   else [])
+        if not overlay:
+            return ((primary, raw, None) for primary, raw in stored)
+        return overlay_sorted(stored, overlay, backward)
+
+    def _item(self, primary: bytes, raw: bytes | None,
+              entry: CacheEntry | None) -> tuple[Windowed[Any], Any]:
+        return (entry.key, entry.value) if entry is not None else self._entry(primary, raw)  # type: ignore[arg-type]
 
     def restore(self, key: bytes, value: bytes | None, timestamp: int) -> None:
+        if self.cache is not None:
+            self.cache.discard(key)
         end = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
         self._advance_restored(end)
         if end > self._cutoff():
@@ -115,8 +175,12 @@ class SessionStore(_TimeIndexed):
     def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
         if session_end <= self._cutoff():
             return None
-        stored = self.inner.get(self._key(key) + _LONG.pack(session_end)
-                                + _LONG.pack(session_start))
+        primary = self._key(key) + _LONG.pack(session_end) + _LONG.pack(session_start)
+        if self.cache is not None:
+            entry = self.cache.entries.get(primary)
+            if entry is not None:
+                return entry.value
+        stored = self.inner.get(primary)
         return None if stored is None else self.value_serde.deserialize(self.name, stored)
 
     def find_sessions(self, key: Any, earliest_session_end: int,
@@ -138,14 +202,14 @@ class SessionStore(_TimeIndexed):
         lo = key_bytes + _LONG.pack(low) + _LONG.pack(0)
         hi = key_bytes + _LONG.pack(_MAX_TS) + _LONG.pack(_MAX_TS)
         size = len(key_bytes)
-        for primary, stored in self.inner.range(lo, hi, backward):
+        for primary, stored, entry in self._merged(lo, hi, backward):
             if len(primary) - _SUFFIX != size:
                 continue
             if _LONG.unpack_from(primary, size + 8)[0] > latest_start:
                 if backward:
                     continue
                 return  # a key's sessions do not overlap: later ones start later still
-            yield self._entry(primary, stored)
+            yield self._item(primary, stored, entry)
 
     def find_sessions_range(self, key_from: Any, key_to: Any, earliest_session_end: int,
                             latest_session_start: int) -> Iterator[tuple[Windowed[Any], Any]]:
@@ -153,14 +217,14 @@ class SessionStore(_TimeIndexed):
         kf = None if key_from is None else self._key(key_from)
         kt = None if key_to is None else self._key(key_to)
         hi = None if kt is None else kt + b"\xff" * _SUFFIX
-        for primary, stored in self.inner.range(kf, hi, False):
+        for primary, stored, entry in self._merged(kf, hi, False):
             key_bytes = primary[:-_SUFFIX]
             if (kf is not None and key_bytes < kf) or (kt is not None and key_bytes > kt):
                 continue
             end = _LONG.unpack_from(primary, len(key_bytes))[0]
             start = _LONG.unpack_from(primary, len(key_bytes) + 8)[0]
             if end >= low and start <= latest_session_start:
-                yield self._entry(primary, stored)
+                yield self._item(primary, stored, entry)
 
     def fetch_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Windowed[Any], Any]]:
         return self.find_sessions_range(key_from, key_to, 0, _MAX_TS)
@@ -172,10 +236,25 @@ class SessionStore(_TimeIndexed):
         if latest_end < low:
             return
         hi = _LONG.pack(latest_end + 1) if latest_end < _MAX_TS else None
-        for index_key, _ in self.index.range(_LONG.pack(low), hi, False):
+        scan = self.index.range(_LONG.pack(low), hi, False)
+        overlay = [] if self.cache is None else [
+            (self._index_key(primary), entry)
+            for primary, entry in self.cache.dirty_in_range(None, None, False)
+            if low <= _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= latest_end]
+        if overlay:
+            overlay.sort(key=lambda item: item[0])
+            merged = overlay_sorted(scan, overlay, False)
+        else:
+            merged = ((index_key, raw, None) for index_key, raw in scan)
+        for index_key, _, entry in merged:
+            if _LONG.unpack_from(index_key)[0] > latest_end:
+                continue
+            if entry is not None:
+                yield entry.key, entry.value
+                continue
             primary = self._primary_from_index(index_key)
             stored = self.inner.get(primary)
-            if stored is not None and _LONG.unpack_from(index_key)[0] <= latest_end:
+            if stored is not None:
                 yield self._entry(primary, stored)
 
     def all(self) -> Iterator[tuple[Windowed[Any], Any]]:
