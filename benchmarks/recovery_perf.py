@@ -225,8 +225,11 @@ def restart(procs: Processes, args: argparse.Namespace, bootstrap: str, framewor
         seen = watch.wait_for(probe.encode(), app, args.timeout)
     finally:
         watch.close()
-    app.check()
-    running = (app.running_at or seen) - app.started
+    # The probe's partition may answer before the others finished restoring: count what was
+    # restored once every task is (RUNNING).
+    wait(lambda: (app.check(), app.running_at is not None)[1], args.timeout,
+         f"{app_id} RUNNING")
+    running = app.running_at - app.started  # type: ignore[operator]
     return app, Restart(framework, guarantee, label, round(seen - app.started, 2),
                         round(running, 2), app.restored())
 
