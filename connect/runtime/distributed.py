@@ -97,6 +97,7 @@ class DistributedHerder(Herder):
         self._assignment_lost = False
         if config.exactly_once_source_enabled:
             self.worker.fencing = self._fence_before_task
+            self.worker.task_current = self._task_current
         self.leader_url: str | None = None
         self.my_connectors: set[str] = set()
         self.my_tasks: set[TaskId] = set()
@@ -310,6 +311,14 @@ class DistributedHerder(Herder):
             raise BadRequest(f"Connector {name} is not a source connector")
         await self.fencing.fence(name, len(self.task_configs.get(name, [])),
                                  self.config_log.read_to_end, self.config_log.send)
+
+    def _task_current(self, tid: TaskId) -> bool:
+        """Still assigned here, with the configs it was started with (a newer generation of the
+        connector's tasks may have been fenced for and started elsewhere meanwhile)."""
+        configs = self.task_configs.get(tid.connector, [])
+        return tid in self.my_tasks and tid.task < len(configs) and \
+            self.worker.task_snapshots.get(tid) == (self.configs.get(tid.connector),
+                                                    configs[tid.task])
 
     async def _fence_before_task(self, name: str) -> None:
         """Before an exactly-once task's producer starts: the leader's fencing round, unless the

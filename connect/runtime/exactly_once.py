@@ -50,6 +50,7 @@ from connect.runtime.config import (
 )
 from connect.runtime.offsets import offset_key
 from connect.runtime.source_task import WorkerSourceTask, _client_overrides
+from connect.runtime.status import TaskId
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -205,6 +206,19 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             raise ConnectException("exactly-once source tasks need a distributed worker "
                                    "(no zombie fencing here)")
         await fencing(self.id.connector)
+        self._check_generation()
+
+    def _check_generation(self) -> None:
+        """Kafka's pre- and post-producer checks: a task whose configs or assignment are
+        outdated must not initialize (and so fence) the transactional id a newer task uses."""
+        current: Callable[[TaskId], bool] | None = self.env.extra.get("current")
+        if current is not None and not current(self.id):
+            raise ConnectException(f"Task {self.id} belongs to an outdated generation of task "
+                                   "configs or was reassigned; not starting its producer")
+
+    async def _open_offsets(self, topic: str | None) -> None:
+        self._check_generation()  # after InitProducerId, before anything is read or sent
+        await super()._open_offsets(topic)
 
     def _make_producer(self) -> Any:
         overrides = _client_overrides(self, "producer")

@@ -65,6 +65,9 @@ class Worker:
         # Distributed: ``await fencing(connector)`` before an exactly-once source task's producer
         # starts (KIP-618 zombie fencing, connect/runtime/exactly_once.py).
         self.fencing: Callable[[str], Any] | None = None
+        # Distributed: whether a task still belongs to this worker with the configs it was
+        # started with (checked around an exactly-once task's InitProducerId).
+        self.task_current: Callable[[TaskId], bool] | None = None
 
     # -- status --------------------------------------------------------------------------------
     def _connector_status(self, name: str, status: Status) -> None:
@@ -266,7 +269,8 @@ class Worker:
         # Source runners read their offsets to the end themselves: an exactly-once task only
         # after its producer fenced the previous owner (whose open transaction holds reads).
         env = TaskEnv(self.config, self.worker_id, self.offsets, self._task_status,
-                      self._topic_used, extra={"fencing": self.fencing})
+                      self._topic_used, extra={"fencing": self.fencing,
+                                                     "current": self.task_current})
         env.on_status = lambda tid, status: self._task_status(tid, status, runner)
         self.task_snapshots[task_id] = (dict(connector_config), dict(task_config))
         try:

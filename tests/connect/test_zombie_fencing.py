@@ -90,3 +90,39 @@ def test_fencing_round_fences_the_previous_generation(monkeypatch, previous: int
     assert "c" not in state.pending
     asyncio.run(state.fence("c", now, read_to_end, write))  # nothing pending: nothing done
     assert len(written) == 1
+
+
+def test_an_outdated_task_never_initializes_its_transactional_id() -> None:
+    """Kafka's pre-producer check: a task whose generation is no longer current fails before
+    its producer exists, so it cannot fence the newer task that uses the same id."""
+    from connect.datagen import DataGenTask
+    from connect.runtime.exactly_once import ExactlyOnceWorkerSourceTask
+    from connect.runtime.offsets import OffsetStore
+    from connect.runtime.status import State, TargetState, TaskId
+    from connect.runtime.task_runner import TaskEnv
+
+    fenced: list[str] = []
+    statuses: list[Any] = []
+
+    async def fencing(connector: str) -> None:
+        fenced.append(connector)
+
+    async def run() -> ExactlyOnceWorkerSourceTask:
+        env = TaskEnv(worker("127.0.0.1:1"), "w", OffsetStore(),
+                      lambda tid, status: statuses.append(status),
+                      extra={"fencing": fencing, "current": lambda tid: False})
+        runner = ExactlyOnceWorkerSourceTask(
+            env, TaskId("c", 0), {"name": "c", "connector.class": "DataGen"},
+            {"kafka.topic": "t"}, DataGenTask, TargetState.STARTED)
+        runner.start()
+        for _ in range(200):
+            if runner.state is State.FAILED:
+                break
+            await asyncio.sleep(0.02)
+        await runner.stop()
+        return runner
+
+    runner = asyncio.run(run())
+    assert fenced == ["c"] and runner.producer is None
+    assert runner.state is State.FAILED
+    assert "outdated generation" in (statuses[-1].trace or "")
