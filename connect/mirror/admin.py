@@ -184,6 +184,64 @@ async def commit_group_offsets(admin: AIOKafkaAdminClient, group: str,
     await commit_offsets(admin, group, offsets)
 
 
+# Kafka's protocol codes (ResourceType, PatternType, AclOperation, AclPermissionType).
+TOPIC_RESOURCE, PATTERN_ANY, PATTERN_LITERAL = 2, 1, 3
+OPERATION_ANY, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE = 1, 2, 3, 4
+PERMISSION_ANY, PERMISSION_ALLOW = 1, 3
+SECURITY_DISABLED = 54
+
+
+class SecurityDisabled(Exception):
+    """The cluster has no authorizer: there are no ACLs to read or write."""
+
+
+@dataclass(frozen=True)
+class AclBinding:
+    resource_type: int
+    name: str
+    pattern: int
+    principal: str
+    host: str
+    operation: int
+    permission: int
+
+
+async def topic_acls(admin: AIOKafkaAdminClient) -> list[AclBinding]:
+    """Every ACL on a topic (DescribeAcls); SecurityDisabled without an authorizer."""
+    from aiokafka.protocol.admin import DescribeAclsRequest
+
+    from streams.kafka.admin import send
+
+    response = await send(admin, DescribeAclsRequest(
+        TOPIC_RESOURCE, None, PATTERN_ANY, None, None, OPERATION_ANY, PERMISSION_ANY))
+    if response.error_code == SECURITY_DISABLED:
+        raise SecurityDisabled(response.error_message or "no authorizer")
+    if response.error_code:
+        raise ConfigException(f"DescribeAcls: {for_code(response.error_code).__name__}: "
+                              f"{response.error_message or ''}")
+    return [AclBinding(rtype, name, pattern, principal, host, operation, permission)
+            for rtype, name, pattern, acls in response.resources
+            for principal, host, operation, permission in acls]
+
+
+async def create_acls(admin: AIOKafkaAdminClient, bindings: list[AclBinding]) -> dict[
+        AclBinding, str]:
+    """CreateAcls, one binding per request; {binding: error} of the failures."""
+    from aiokafka.protocol.admin import CreateAclsRequest
+
+    from streams.kafka.admin import send
+
+    failures = {}
+    for b in bindings:
+        response = await send(admin, CreateAclsRequest(b.resource_type, b.name, b.pattern,
+                                                       b.principal, b.host, b.operation,
+                                                       b.permission))
+        code, message = response.creation_responses[0]
+        if code:
+            failures[b] = f"{for_code(code).__name__}: {message or ''}".strip()
+    return failures
+
+
 def describe_error(exc: BaseException) -> str:
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -58,12 +58,6 @@ def _use_defaults(name: str, value: Any) -> None:
                               "String must be one of: source, target")
 
 
-def _refuse_acl_sync(name: str, value: Any) -> None:
-    if value:
-        raise ConfigException(f"Invalid value true for configuration {name}: topic ACL "
-                              "syncing is not supported yet; set it to false")
-
-
 CONFIG_DEF: ConfigDef = (
     base_config_def()
     .define("topics", ConfigType.LIST, TOPICS_DEFAULT, None, Importance.HIGH,
@@ -84,8 +78,9 @@ CONFIG_DEF: ConfigDef = (
             "upstream topics.")
     .define("sync.topic.configs.interval.seconds", ConfigType.LONG, 600, None, Importance.LOW,
             "Frequency of topic config sync.")
-    .define("sync.topic.acls.enabled", ConfigType.BOOLEAN, False, _refuse_acl_sync,
-            Importance.LOW, "Topic ACL sync (not supported: must be false).")
+    .define("sync.topic.acls.enabled", ConfigType.BOOLEAN, True, None, Importance.LOW,
+            "Whether to periodically configure remote topic ACLs to match their corresponding "
+            "upstream topics.")
     .define("sync.topic.acls.interval.seconds", ConfigType.LONG, 600, None, Importance.LOW,
             "Frequency of topic ACL sync.")
     .define("replication.factor", ConfigType.INT, 2, replication_factor, Importance.LOW,
@@ -140,6 +135,7 @@ class MirrorSourceConnector(SourceConnector):
         self.known_source: dict[str, int] = {}
         self.known_target: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._no_authorizer_logged = False
 
     # -- lifecycle -----------------------------------------------------------------------------
     def start(self, props: dict[str, str]) -> None:
@@ -163,6 +159,10 @@ class MirrorSourceConnector(SourceConnector):
         if settings["refresh.topics.enabled"]:
             self.scheduler.repeat(self._refresh_and_reconfigure,
                                   settings["refresh.topics.interval.seconds"], "refreshing topics")
+        if settings["sync.topic.acls.enabled"]:
+            self.scheduler.repeat(self._sync_topic_acls,
+                                  settings["sync.topic.acls.interval.seconds"],
+                                  "syncing topic ACLs", delayed=False)
         if settings["sync.topic.configs.enabled"]:
             self.scheduler.repeat(self._sync_topic_configs,
                                   settings["sync.topic.configs.interval.seconds"],
@@ -310,6 +310,43 @@ class MirrorSourceConnector(SourceConnector):
             for topic, error in (await mm_admin.add_partitions(target_admin, grow)).items():
                 log.warning("Could not add partitions to %s on %s: %s", topic,
                             flow.target_alias, error)
+
+    # -- ACLs ----------------------------------------------------------------------------------
+    async def _sync_topic_acls(self) -> None:
+        """Kafka's syncTopicAcls: literal topic ACLs of replicated topics, read access only (an
+        ALLOW ALL becomes ALLOW READ, an ALLOW WRITE is not copied: only MirrorMaker writes a
+        replica), created on the replica."""
+        settings = self.settings
+        assert settings is not None
+        flow = settings.flow
+        async with mm_admin.admin_client(flow.source) as source_admin:
+            try:
+                bindings = await mm_admin.topic_acls(source_admin)
+            except mm_admin.SecurityDisabled:
+                if not self._no_authorizer_logged:
+                    self._no_authorizer_logged = True
+                    log.info("No ACL authorizer is configured on the source cluster %s, so no "
+                             "topic ACL syncing will take place. Consider setting "
+                             "sync.topic.acls.enabled=false.", flow.source_alias)
+                return
+        wanted = []
+        for b in bindings:
+            if b.pattern != mm_admin.PATTERN_LITERAL or not self.should_replicate(b.name):
+                continue
+            if b.permission == mm_admin.PERMISSION_ALLOW and \
+                    b.operation == mm_admin.OPERATION_WRITE:
+                continue
+            operation = mm_admin.OPERATION_READ if (
+                b.permission == mm_admin.PERMISSION_ALLOW
+                and b.operation == mm_admin.OPERATION_ALL) else b.operation
+            wanted.append(mm_admin.AclBinding(b.resource_type, self.remote_topic(b.name),
+                                              mm_admin.PATTERN_LITERAL, b.principal, b.host,
+                                              operation, b.permission))
+        if not wanted:
+            return
+        async with mm_admin.admin_client(flow.target) as target_admin:
+            for binding, error in (await mm_admin.create_acls(target_admin, wanted)).items():
+                log.warning("Could not sync ACL of topic %s: %s", binding.name, error)
 
     # -- configs -------------------------------------------------------------------------------
     def target_configs(self, entries: list[mm_admin.ConfigEntry],
