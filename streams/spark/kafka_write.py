@@ -46,7 +46,6 @@ _UNKNOWN_TOPIC = 3
 _LEADER_NOT_AVAILABLE = 5
 _RETRIABLE_END = {14, 15, 16, 51}  # COORDINATOR_LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR,
 #                                   CONCURRENT_TRANSACTIONS
-_TOPIC_WAIT_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -230,7 +229,7 @@ async def topic_partitions(producer: AIOKafkaProducer | AIOKafkaClient, topic: s
     that is reported at once, by name, instead of after max.block.ms as Kafka's producer does.
     """
     client = producer if isinstance(producer, AIOKafkaClient) else producer.client
-    deadline = time.monotonic() + min(wait_ms / 1000, _TOPIC_WAIT_S)
+    deadline = time.monotonic() + wait_ms / 1000  # kafka.max.block.ms
     while True:
         node = client.get_random_node()
         response = await client.send(node, MetadataRequest([topic],
@@ -250,7 +249,7 @@ async def topic_partitions(producer: AIOKafkaProducer | AIOKafkaClient, topic: s
                                       f"{Errors.for_code(code).__name__}")
         if time.monotonic() > deadline:
             raise SinkOptionError(f"topic '{topic}' has no partition leaders after "
-                                  f"{min(wait_ms / 1000, _TOPIC_WAIT_S):.0f} s")
+                                  f"{wait_ms} ms (kafka.max.block.ms)")
         await asyncio.sleep(0.1)
 
 

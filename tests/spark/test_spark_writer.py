@@ -403,3 +403,29 @@ def test_streaming_query_killed_mid_batch(broker: Any, tmp_path: Path) -> None:
     alos = [value for *_, value, _ts, _h in read_topic(bootstrap, "target-alos")]
     assert set(alos) == set(expected)
     assert len(alos) >= total
+
+
+def test_task_refuses_bad_rows_before_sending_any(broker: Any) -> None:
+    """Checks a task makes on each Arrow batch, before any of its records is sent."""
+    from streams.spark.kafka_write import write_partition
+
+    bootstrap = broker.bootstrap
+    create_topics(bootstrap, {"rows": 2})
+    settings = parse_sink_options({"kafka.bootstrap.servers": bootstrap}).producer
+
+    def batch(**columns: pa.Array) -> pa.RecordBatch:
+        return pa.record_batch(list(columns.values()), names=list(columns))
+
+    values = pa.array([b"a", b"b", b"c"])
+    with pytest.raises(SinkOptionError, match=r"column 'partition' has 5, but topic 'rows' has "
+                                              r"partitions 0 to 1"):
+        write_partition(iter([batch(value=values, partition=pa.array([0, 5, 1], pa.int32()))]),
+                        settings, "rows", None)
+    with pytest.raises(SinkOptionError, match=r"column 'topic' has a null value"):
+        write_partition(iter([batch(value=values, topic=pa.array(["rows", None, "rows"]))]),
+                        settings, None, None)
+    assert read_topic(bootstrap, "rows", "read_uncommitted") == []
+    # An empty task opens no producer and no transaction.
+    empty = write_partition(iter([batch(value=pa.array([], pa.binary()))]), settings, "rows",
+                            "streams-spark-empty-0")
+    assert (empty.rows, empty.transaction) == (0, None)
