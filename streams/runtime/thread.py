@@ -263,7 +263,7 @@ class StreamThread:
             raise TaskMigrated(f"a client operation was cancelled: {exc!r}") from exc
         except KafkaError as exc:
             await self._abandon(gen, exc)
-            if not (exc.retriable or isinstance(exc, LOST_BROKER_ERRORS)):
+            if not lost_broker(exc):
                 raise
             # The broker went away or timed out (a restart, an outage): abort what is open
             # and rejoin with fresh clients once it is back.
@@ -615,6 +615,21 @@ class _Listener(ConsumerRebalanceListener):
 
     async def on_partitions_assigned(self, assigned: Any) -> None:
         await self.thread.on_assigned(self.gen, list(assigned))
+
+
+def lost_broker(exc: BaseException) -> bool:
+    """The broker went away or timed out: ``exc`` or what caused it is retriable or a lost
+    connection. aiokafka's producer sender dies of a connection lost in mid-request (a
+    cluster node killed while it looked up a coordinator) and fails every batch with a plain
+    ``KafkaError("Unexpected error during batch delivery")`` caused by it: fresh clients
+    recover from that, as from the connection error itself."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, (*LOST_BROKER_ERRORS, ConnectionError)) or \
+                getattr(seen, "retriable", False):
+            return True
+        seen = seen.__cause__
+    return False
 
 
 def _left_the_group(previous: GroupMetadata | None, current: GroupMetadata) -> bool:
