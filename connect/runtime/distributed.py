@@ -310,7 +310,8 @@ class DistributedHerder(Herder):
         if self.connector_type(name) != "source":
             raise BadRequest(f"Connector {name} is not a source connector")
         await self.fencing.fence(name, len(self.task_configs.get(name, [])),
-                                 self.config_log.read_to_end, self.config_log.send)
+                                 self.config_log.read_to_end, self.config_log.send,
+                                 self.worker._resolve(self.configs.get(name, {})))
 
     def _task_current(self, tid: TaskId) -> bool:
         """Still assigned here, with the configs it was started with (a newer generation of the

@@ -440,12 +440,18 @@ def runner_class(worker: WorkerConfig, default: type) -> type:
 # -- zombie fencing ------------------------------------------------------------------------------
 
 
-async def fence_producers(worker: WorkerConfig, transactional_ids: list[str]) -> None:
+async def fence_producers(worker: WorkerConfig, transactional_ids: list[str],
+                          admin_overrides: dict[str, str] | None = None) -> None:
     """Admin.fenceProducers: an ``InitProducerId`` for each id, which aborts its open transaction
-    and bumps its epoch, so an older producer of that id can neither write nor commit."""
+    and bumps its epoch, so an older producer of that id can neither write nor commit. With the
+    connector's admin settings (the worker's ``admin.*``, then its ``admin.override.*``), as
+    Kafka's Worker.fenceZombies."""
+    kwargs = clients.admin_kwargs(worker, admin_overrides)
+    kwargs.pop("client_id", None)
+
     async def fence(tid: str) -> None:
-        producer = AIOKafkaProducer(**clients.base_kwargs(worker), transactional_id=tid,
-                                    enable_idempotence=True, client_id=f"connector-fencing-{tid}")
+        producer = AIOKafkaProducer(**kwargs, transactional_id=tid, enable_idempotence=True,
+                                    client_id=f"connector-fencing-{tid}")
         await producer.start()  # InitProducerId
         await producer.stop()
 
@@ -483,7 +489,8 @@ class ZombieFencing:
             self.task_counts.pop(name, None)
 
     async def fence(self, name: str, task_count: int, read_to_end: Callable[[], Awaitable[None]],
-                    write: Callable[[str, Any], Awaitable[None]]) -> None:
+                    write: Callable[[str, Any], Awaitable[None]],
+                    connector_config: Mapping[str, str] | None = None) -> None:
         """The leader's round for ``name`` (DistributedHerder.fenceZombieSourceTasks)."""
         lock = self._locks.setdefault(name, asyncio.Lock())
         async with lock:
@@ -496,7 +503,10 @@ class ZombieFencing:
             if previous is not None and not (previous == 1 and task_count == 1):
                 ids = [transactional_id(self.worker.group_id, name, i) for i in range(previous)]
                 log.info("fencing out %d task producers of source connector %s", previous, name)
-                await fence_producers(self.worker, ids)
+                prefix = "admin.override."
+                overrides = {k[len(prefix):]: v for k, v in (connector_config or {}).items()
+                             if k.startswith(prefix)}
+                await fence_producers(self.worker, ids, overrides)
             await write(f"{TASK_COUNT_PREFIX}{name}", {"task-count": task_count})
 
 

@@ -45,7 +45,8 @@ def test_fence_producers_aborts_the_zombies_transaction(broker) -> None:
             await zombie.begin_transaction()
             await (await zombie.send("out", b"zombie"))
             await fence_producers(worker(broker.bootstrap),
-                                  [transactional_id("g", "c", i) for i in range(2)])
+                                  [transactional_id("g", "c", i) for i in range(2)],
+                                  {"request.timeout.ms": "20000", "client.id": "fencer"})
             with pytest.raises(KafkaError):
                 await zombie.commit_transaction()
         finally:
@@ -68,8 +69,10 @@ def test_fencing_round_fences_the_previous_generation(monkeypatch, previous: int
     calls: list[list[str]] = []
     written: list[tuple[str, Any]] = []
 
-    async def fake_fence(_worker: WorkerConfig, ids: list[str]) -> None:
+    async def fake_fence(_worker: WorkerConfig, ids: list[str],
+                         overrides: dict[str, str] | None = None) -> None:
         calls.append(ids)
+        assert overrides == {"request.timeout.ms": "20000"}
 
     monkeypatch.setattr(exactly_once, "fence_producers", fake_fence)
     state = ZombieFencing(worker("127.0.0.1:1"))
@@ -84,7 +87,8 @@ def test_fencing_round_fences_the_previous_generation(monkeypatch, previous: int
         written.append((key, value))
         state.apply(key, value)
 
-    asyncio.run(state.fence("c", now, read_to_end, write))
+    config = {"name": "c", "admin.override.request.timeout.ms": "20000"}
+    asyncio.run(state.fence("c", now, read_to_end, write, config))
     assert calls == ([fenced] if fenced else [])
     assert written == [("tasks-fencing-c", {"task-count": now})]
     assert "c" not in state.pending
