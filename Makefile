@@ -94,6 +94,15 @@ DSL_DIFF_CACHE ?= random
 dsl-diff: $(VENV)/.installed kafka-reference
 	$(PY) -m tests.reference.dsl_diff --cases $(DSL_DIFF_CASES) --cache $(DSL_DIFF_CACHE) $(if $(SEED),--seed $(SEED))
 
+# Random versioned-table / join-grace cases against Kafka Streams 4.4's TopologyTestDriver
+# (tests/reference/dsl_versioned_random.py); a fresh seed unless DSL_DIFF_VERSIONED_SEED is set.
+.PHONY: dsl-diff-versioned
+DSL_DIFF_VERSIONED_CASES ?= 2000
+dsl-diff-versioned: $(VENV)/.installed kafka-reference
+	seed=$${DSL_DIFF_VERSIONED_SEED:-$$(date +%s)}; echo "dsl-diff-versioned: seed $$seed"; \
+	DSL_DIFF_VERSIONED_SEED=$$seed DSL_DIFF_VERSIONED_CASES=$(DSL_DIFF_VERSIONED_CASES) \
+	$(PY) -m pytest -q -rfE tests/reference/test_dsl_versioned_diff.py
+
 # Apache Kafka (pinned in tests/reference/pom.xml) for the reference tests: the jars and the Maven
 # repository go to .reference/ (git-ignored), downloaded once. Without java or mvn it says so and
 # goes on (the reference tests then skip with one line); a failed download fails this target but

@@ -193,6 +193,13 @@ class VersionedKeyValueStore:
         index = len(versions)
         while index > 0 and versions[index - 1][0] > timestamp:
             index -= 1
+        if (index == len(versions) == 1 and versions[0][0] == timestamp and value_bytes is None
+                and versions[0][1] is not None):
+            # A tombstone replacing a key's only version leaves nothing, not a tombstone: as
+            # Kafka's store, which deletes its latest value and keeps no record of the delete
+            # (a later out-of-order put of the key then becomes its latest version).
+            self.inner.put(key_bytes, None)
+            return PUT_RETURN_CODE_VALID_TO_UNDEFINED
         if index > 0 and versions[index - 1][0] == timestamp:
             versions[index - 1] = (timestamp, value_bytes)  # same timestamp: replaced
             position = index - 1

@@ -70,6 +70,21 @@ def test_tombstones_end_a_version_and_bound_later_out_of_order_puts() -> None:
     assert s.get("k", 13) is None
 
 
+def test_a_tombstone_replacing_the_only_version_leaves_nothing() -> None:
+    """As Kafka's store: no trace of the delete, so an earlier put becomes the latest."""
+    s = store()
+    s.put("k", "a", 10)
+    assert s.put("k", None, 10) == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+    assert s.put("k", "early", 5) == PUT_RETURN_CODE_VALID_TO_UNDEFINED
+    assert s.get("k", 20) == VersionedRecord("early", 5, None)
+    # with an older version the delete stays a boundary
+    s.put("j", "a", 1)
+    s.put("j", "b", 10)
+    s.put("j", None, 10)
+    assert s.put("j", "c", 5) == 10
+    assert s.get("j", 20) is None
+
+
 def test_history_retention_is_the_grace_and_the_latest_version_never_expires() -> None:
     s = store(history=10)
     s.put("k", "a", 0)

@@ -66,7 +66,7 @@ def annotate(case: dict[str, Any]) -> dict[str, Any]:
                           .get("windows")}
         if op["op"] == "to":
             outputs[op["topic"]] = vt
-        if "store" in op and not op.get("versioned"):  # versioned stores have no scan
+        if "store" in op and "versioned" not in op:  # versioned stores have no scan
             stores[op["store"]] = store_kind
     case["outputs"] = outputs
     case["stores"] = stores
@@ -192,7 +192,7 @@ class _Builder:
         b = self.builder
         if name == "stream":
             return b.stream(op["topic"], key_serde=Serdes.string(), value_serde=serde(vt))
-        if name == "table" and op.get("versioned"):  # KIP-889
+        if name == "table" and "versioned" in op:  # KIP-889
             supplier = Stores.persistent_versioned_key_value_store(op["store"], op["versioned"])
             mat = Materialized.as_(supplier).with_key_serde(Serdes.string()) \
                 .with_value_serde(serde(vt))
@@ -229,7 +229,7 @@ class _Builder:
         if name == "to":
             src.to(op["topic"], key_serde=Serdes.string(), value_serde=serde(in_vt))
             return None
-        if name == "to_table" and op.get("versioned"):  # KIP-889
+        if name == "to_table" and "versioned" in op:  # KIP-889
             supplier = Stores.persistent_versioned_key_value_store(op["store"], op["versioned"])
             return src.to_table(Materialized.as_(supplier).with_key_serde(Serdes.string())
                                 .with_value_serde(serde(vt)))
