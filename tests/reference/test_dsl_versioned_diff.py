@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 
 from . import dsl_versioned_random
+from .dsl_diff import differences
 from .dsl_runner import KafkaStreamsRunner
-from .test_dsl_diff import differences, kafka_streams  # noqa: F401 - the runner fixture
+from .test_dsl_diff import kafka_streams  # noqa: F401 - the runner fixture
 
 SEED = int(os.environ.get("DSL_DIFF_VERSIONED_SEED", "3"))
 CASES = int(os.environ.get("DSL_DIFF_VERSIONED_CASES", "30"))
