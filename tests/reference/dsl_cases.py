@@ -122,11 +122,16 @@ def aggregations() -> list[Case]:
 def _windowed(name: str, windows: dict[str, Any], agg: str, fn: str | None = None,
               suppress: bool = False, times: list[int] | None = None,
               on_close: bool = False) -> Case:
-    params = {"fn": fn} if fn else {}
+    params: dict[str, Any] = {"fn": fn} if fn else {}
     ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
            op("w", "windowed_by", "g", windows=windows)]
     if on_close:
         ops.append(op("e", "emit_on_close", "w"))
+    if on_close and windows["type"] != "session":
+        # Kafka's emit-on-close reads the closed windows back from the store, which with the
+        # default retention (size + grace) no longer shows them: Kafka emits none of them and
+        # ours emits each (docs/kafka-differences.md); a longer retention makes both agree
+        params["retention"] = 1000
     ops.append(op("a", agg, ops[-1]["id"], store="win", **params))
     last = "a"
     if suppress:
@@ -166,6 +171,12 @@ def windows() -> list[Case]:
         # windows than ours and the cause is not understood yet, so those three cases are
         # kept out of the comparison until it is; session windows agree and stay in.
         _windowed("session-emit-on-close", session, "count", times=LATE, on_close=True),
+        # time windows: with a retention that keeps the closed windows (see _windowed)
+        _windowed("tumbling-emit-on-close", tumbling, "count", times=LATE, on_close=True),
+        _windowed("hopping-emit-on-close", hopping, "aggregate", "concat", times=LATE,
+                  on_close=True),
+        _windowed("sliding-emit-on-close", sliding, "reduce", "concat", times=LATE,
+                  on_close=True),
     ]
     ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
            op("c", "count", "g", store="counts"),

@@ -139,7 +139,9 @@ def serde(vt: str) -> Serde[Any]:
 
 
 def _mat(op: dict[str, Any], vt: str) -> Materialized:
-    return Materialized(op.get("store"), key_serde=Serdes.string(), value_serde=serde(vt))
+    """``retention`` (ms) sets a windowed store's retention (Kafka's withRetention)."""
+    return Materialized(op.get("store"), key_serde=Serdes.string(), value_serde=serde(vt),
+                        retention=op.get("retention"))
 
 
 def windows_of(spec: dict[str, Any]) -> Any:

@@ -196,7 +196,8 @@ public final class TopologyRunner {
 
     static Materialized mat(JsonNode op, String vt) {
         Materialized m = op.has("store") ? Materialized.as(op.get("store").asText()) : Materialized.with(null, null);
-        return m.withKeySerde(Serdes.String()).withValueSerde(serde(vt));
+        m = m.withKeySerde(Serdes.String()).withValueSerde(serde(vt));
+        return op.has("retention") ? m.withRetention(ms(op, "retention")) : m;
     }
 
     static String windowedKey(Object k) {
