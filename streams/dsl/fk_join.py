@@ -141,7 +141,8 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
         resolver, lambda: ResponseJoinProcessor(left_store, joiner, left_join, right_values),
         response_source)
     topology.connect_processor_and_state_stores(resolver, *view_store_names(left_store))
-    topology.add_processor(result_name, lambda: ForeignKeyJoinResultProcessor(result_store),
+    stored = [result_store]  # the store the output writes, set late by materialize()
+    topology.add_processor(result_name, lambda: ForeignKeyJoinResultProcessor(stored[0]),
                            resolver)
     key_serde = (mat.key_serde if mat else None) or left.key_serde
     value_serde = mat.value_serde if mat else None
@@ -149,7 +150,18 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
         topology.add_state_store(builder.store_builder(result_store, mat, key_serde, value_serde),
                                  result_name)
     copartition(topology, response_source, left_node, operator=resolver)
-    return KTable(builder, result_name, result_store, key_serde, value_serde)
+    result = KTable(builder, result_name, result_store, key_serde, value_serde)
+    # Kafka's output is a KTableSource: it offers old values only when named, and is given
+    # its (generated) store when a downstream operator needs old values or reads it
+    result.offers_old_values = mat is not None and mat.name is not None
+    if result_store is None:
+        def materialize() -> None:
+            stored[0] = result.store_name = generated_store
+            topology.add_state_store(
+                builder.store_builder(generated_store, Materialized(), key_serde, value_serde),
+                result_name)
+        result.materialize_hook = materialize
+    return result
 
 
 def kind_method(kind: str) -> str:

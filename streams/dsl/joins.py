@@ -79,7 +79,11 @@ def table_view(table: KTable) -> tuple[str, str | ValueGetter]:
     ancestors (Kafka's value getters, streams/processor/value_getter.py); for anything else
     (a suppressed table) a store added after it.
     """
+    table.materialize()
     if table.store_name is not None:
+        # reading a table through its store is what makes Kafka's source tables queryable
+        # (KTableSource.materialize()): from then on they offer old values to later operators
+        table.offers_old_values = True
         return table.node, table.store_name
     getter = value_getter(table)
     if getter is not None:

@@ -46,6 +46,10 @@ class KTable:
         # value_getter): ("derived", parent, step, maps_values) for filter/map_values,
         # ("join", left, right, joiner, kind) for a primary-key table-table join.
         self.getter_recipe: tuple[Any, ...] | None = None
+        # Gives a table without a store one when old values or a value getter are asked of it
+        # (Kafka's KTableSource.materialize(): an FK join result); None when it has nothing
+        # to do
+        self.materialize_hook: Callable[[], None] | None = None
 
     def queryable_store_name(self) -> str | None:
         return self.store_name
@@ -53,8 +57,15 @@ class KTable:
     def enable_sending_old_values(self) -> None:
         """Make this table's updates carry the value they replaced (``Change.old``)."""
         self.send_old_values = True
+        self.materialize()
         if self.store_name is None and self.parent is not None:
             self.parent.enable_sending_old_values()
+
+    def materialize(self) -> None:
+        """Give the table the store it lacks, if it is a kind Kafka materializes on demand."""
+        hook, self.materialize_hook = self.materialize_hook, None
+        if hook is not None:
+            hook()
 
     def enable_sending_old_values_if_materialized(self) -> bool:
         """Kafka's ``enableSendingOldValues(false)``: send old values if that materializes

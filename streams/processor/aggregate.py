@@ -48,7 +48,10 @@ class StreamAggregateProcessor(CacheForwarding, Processor[Any, Any]):
             if self.initializer is None:
                 new = record.value
             else:
-                new = self.aggregator(record.key, record.value, self.initializer())
+                # Kafka's KStreamAggregate forwards the initial aggregate as the old value of a
+                # key's first update (a KTable.group_by downstream subtracts it)
+                old = self.initializer()
+                new = self.aggregator(record.key, record.value, old)
         else:
             old, old_ts = found
             timestamp = max(record.timestamp, old_ts)

@@ -505,4 +505,81 @@ def composed() -> list[Case]:
     cases.append({"name": "storeless-table-join-joined-again", "ops": ops,
                   "input": table_input() + [dict(r, ts=r["ts"] + 1)
                                             for r in table_input("tin2")]})
+    cases += old_values()
+    return cases
+
+
+def old_values() -> list[Case]:
+    """Which operators forward old values, and when (a downstream group_by subtracts them)."""
+    def t(key: str | None, value: Any, ts: int, topic: str = "tin") -> dict[str, Any]:
+        return rec(topic, key, value, ts)
+
+    cases = []
+    # a key's first aggregate update carries the initial aggregate as its old value
+    ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+           op("a", "aggregate", "g", fn="concat"), op("c", "count", "g"),
+           op("g2", "group_by", "a", fn="by-first-char"),
+           op("a2", "aggregate", "g2", fn="concat", store="agg2"), op("a2s", "to_stream", "a2"),
+           *sink("a2s"), op("f", "filter", "c", fn="value-len-odd"), op("fs", "to_stream", "f"),
+           *sink("fs", "out2")]
+    cases.append({"name": "aggregate-of-aggregate-initial-old-value", "ops": ops,
+                  "input": word_input()})
+    fk_input = [t("a", "Apple", 1, "tin2"), t("k1", "apple", 2), t("k2", "avocado", 3),
+                t("a", "Avocad", 4, "tin2"), t("k1", "bean", 5), t("k2", None, 6),
+                t("k3", "cc", 7)]
+    # an FK join result sends old values to a group_by (it gets a store for them) ...
+    ops = [op("l", "table", topic="tin"), op("r", "table", topic="tin2"),
+           op("j", "left_join", "l", other="r", fn="concat", fk="first-char"),
+           op("g", "group_by", "j", fn="by-first-char"),
+           op("c", "aggregate", "g", fn="concat", store="agg"), op("cs", "to_stream", "c"),
+           *sink("cs")]
+    cases.append({"name": "fk-join-result-old-values-to-group-by", "ops": ops,
+                  "input": fk_input})
+    # ... but to a filter only when its Materialized is named
+    for named in (True, False):
+        ops = [op("l", "table", topic="tin"), op("r", "table", topic="tin2"),
+               op("j", "left_join", "l", other="r", fn="concat", fk="first-char",
+                  **({"store": "fk"} if named else {})),
+               op("f", "filter", "j", fn="value-len-odd"), op("fs", "to_stream", "f"),
+               *sink("fs")]
+        cases.append({"name": f"fk-left-join-filter-{'named' if named else 'unnamed'}",
+                      "ops": ops, "input": fk_input})
+    # a stream-table join reads the table through its store, which then offers old values
+    # to a filter defined after the join (no tombstone for a value filtered out at once)
+    for join_first in (True, False):
+        join = [op("j", "join", "s", other="t", fn="concat"), *sink("j", "out2")]
+        filt = [op("f", "filter", "t", fn="value-has-a"), op("fs", "to_stream", "f"),
+                *sink("fs")]
+        ops = [op("s", "stream", topic="in"), op("t", "table", topic="tin"),
+               *(join + filt if join_first else filt + join)]
+        cases.append({"name": f"{'join-then' if join_first else 'filter-then-join'}-filter",
+                      "ops": ops, "input": [t("k1", "bbb", 1), rec("in", "k1", "x", 2),
+                                            t("k2", "abc", 3), t("k2", "bb", 4),
+                                            t("k3", "dd", 5), t("k3", None, 6)]})
+    # table-table joins of derived tables feeding a group_by
+    for kind in ("join", "left_join", "outer_join"):
+        ops = [op("l", "table", topic="tin"), op("r", "table", topic="tin2"),
+               op("fl", "filter", "l", fn="value-len-odd"),
+               op("fr", "map_values", "r", fn="upper"),
+               op("j", kind, "fl", other="fr", fn="concat"),
+               op("g", "group_by", "j", fn="by-first-char"),
+               op("c", "aggregate", "g", fn="concat", store="agg"), op("cs", "to_stream", "c"),
+               *sink("cs"), op("js", "to_stream", "j"), *sink("js", "out2")]
+        cases.append({"name": f"derived-table-{kind}-then-group-by", "ops": ops,
+                      "input": [t("k1", "abc", 1), t("k1", "ab", 2, "tin2"), t("k2", "bb", 3),
+                                t("k2", "c", 4, "tin2"), t("k1", "abcd", 5), t("k2", "ccc", 6),
+                                t("k1", None, 7, "tin2"), t("k2", None, 8)]})
+    # sessions that close together come out ordered by (end, start, key)
+    sessions = [rec("in", k, "x", ts) for k, ts in (("b", 3), ("a", 1), ("c", 2), ("a", 4),
+                                                    ("d", 1), ("z", 40))]
+    for last in ("emit_on_close", "suppress"):
+        ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+               op("w", "windowed_by", "g", windows={"type": "session", "gap": 5, "grace": 0})]
+        if last == "emit_on_close":
+            ops += [op("e", "emit_on_close", "w"), op("c", "count", "e")]
+        else:
+            ops += [op("c0", "count", "w"), op("c", "suppress", "c0")]
+        ops += [op("cs", "to_stream", "c"), *sink("cs")]
+        cases.append({"name": f"sessions-closing-together-{last}", "ops": ops,
+                      "input": sessions})
     return cases
