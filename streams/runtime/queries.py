@@ -246,7 +246,11 @@ class ReadOnlyStoreView:
                     "moved); retry") from exc
 
     # key-value stores
-    def get(self, key: Any) -> Any:
+    def get(self, key: Any, as_of_timestamp: int | None = None) -> Any:
+        """The key's value; from a versioned store (KIP-889) its ``VersionedRecord``, the
+        latest or the one valid at ``as_of_timestamp`` (Kafka's IQv2 ``VersionedKeyQuery``)."""
+        if as_of_timestamp is not None:
+            return self._first(lambda s: s.get(key, as_of_timestamp))
         return self._first(lambda s: s.get(key))
 
     def get_with_timestamp(self, key: Any) -> Any:

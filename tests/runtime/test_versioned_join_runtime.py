@@ -129,3 +129,37 @@ def test_versioned_join_with_grace_on_four_partitions_and_two_processes(broker,
     got = sorted((r.key.decode(), r.value.decode(), r.timestamp) for r in records)
     assert got == expected
     assert "CLOSED" in apps[0].output(), apps[0].output()
+
+
+def test_interactive_query_of_a_versioned_table(broker, tmp_path) -> None:
+    """``KafkaStreams.store(name).get(key, as_of_timestamp)`` on a running app's versioned
+    table, on 2 partitions."""
+    from streams import KafkaStreams, Materialized, Serdes, Stores, StreamsBuilder
+    from streams.runtime import State
+    from streams.state.versioned import VersionedRecord
+
+    create_topics(broker.bootstrap, {"history": 2})
+    s = Serdes.string()
+    builder = StreamsBuilder()
+    builder.table("history", key_serde=s, value_serde=s, materialized=Materialized.as_(
+        Stores.persistent_versioned_key_value_store("history-store", 3_600_000)))
+    app = KafkaStreams(builder.build(), {
+        "application.id": "versioned-iq", "bootstrap.servers": broker.bootstrap,
+        "commit.interval.ms": 100, "state.dir": str(tmp_path / "state")})
+    app.start()
+    try:
+        assert app.wait_for_state(State.RUNNING, timeout=60)
+        keys = [f"k{i}" for i in range(20)]
+        produce(broker.bootstrap, "history", encode(
+            [(k, f"{k}@{ts}", T + ts) for ts in (10, 30, 20) for k in keys]))
+        view = app.store("history-store")
+        wait_until(lambda: all(view.get(k, T + 25) is not None and
+                               view.get(k, T + 25).value == f"{k}@20" for k in keys),
+                   timeout=60, message="the out-of-order versions are queryable")
+        for k in keys:
+            assert view.get(k) == VersionedRecord(f"{k}@30", T + 30, None)
+            assert view.get(k, T + 15) == VersionedRecord(f"{k}@10", T + 10, T + 20)
+            assert view.get(k, T + 5) is None
+    finally:
+        app.close(timeout=30)
+    assert app.error is None, repr(app.error)
