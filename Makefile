@@ -60,11 +60,12 @@ test-mirror: $(VENV)/.installed
 	$(PY) -m pytest -q -rfE tests/mirror/crash_suite.py
 
 # Our MirrorMaker 2 and Kafka's (connect-mirror 4.3.1) read each other's checkpoints, offset syncs
-# and heartbeats (Kafka's RemoteClusterUtils through a small Java class): about 2 minutes.
+# and heartbeats (Kafka's RemoteClusterUtils through a small Java class), and `streams mirror`
+# between our broker and Apache Kafka 4.4 both ways: about 4 minutes.
 .PHONY: mirror-reference
-mirror-reference: $(VENV)/.installed
+mirror-reference: $(VENV)/.installed kafka-reference
 	$(PY) -m tests.reference.connect prepare
-	$(PY) -m pytest -q -rfE tests/reference/connect/mirror_suite.py
+	$(PY) -m pytest -q -rfE tests/reference/connect/mirror_suite.py tests/mirror/kafka_suite.py
 
 # The protocol fuzzer (tests/fuzz) with a random seed for FUZZ_SECONDS; it prints the seed and
 # every failing frame (python -m tests.fuzz --seed S --seconds N reproduces a run).
