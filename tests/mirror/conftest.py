@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parent.parent / "connect"))  # worker_helpers
 
 from helpers import BrokerProcess  # noqa: E402
 
