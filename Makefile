@@ -102,7 +102,7 @@ DSL_DIFF_VERSIONED_CASES ?= 2000
 dsl-diff-versioned: $(VENV)/.installed kafka-reference
 	seed=$${DSL_DIFF_VERSIONED_SEED:-$$(date +%s)}; echo "dsl-diff-versioned: seed $$seed"; \
 	DSL_DIFF_VERSIONED_SEED=$$seed DSL_DIFF_VERSIONED_CASES=$(DSL_DIFF_VERSIONED_CASES) \
-	$(PY) -m pytest -q -rfE tests/reference/test_dsl_versioned_diff.py
+	$(PY) -m pytest -q -rfE --timeout=0 tests/reference/test_dsl_versioned_diff.py
 
 # Apache Kafka (pinned in tests/reference/pom.xml) for the reference tests: the jars and the Maven
 # repository go to .reference/ (git-ignored), downloaded once. Without java or mvn it says so and
