@@ -113,6 +113,7 @@ class DistributedHerder(Herder):
         self._member_task: asyncio.Task | None = None
         self._wake = asyncio.Event()
         self._reconciler: asyncio.Task | None = None
+        self._status_sends: set[asyncio.Task] = set()
 
     # -- startup -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -154,8 +155,10 @@ class DistributedHerder(Herder):
                 with contextlib.suppress(BaseException):
                     await task
         await super().stop()
+        if self._status_sends:  # the UNASSIGNED of what this worker stopped reaches the others
+            await asyncio.wait(set(self._status_sends), timeout=5)
         if self.member is not None:
-            await self.member.stop()  # leave the group: the others take over at once
+            await self.member.stop()  # leave the group
         await self.config_log.stop()
         await self.status_log.stop()
 
@@ -190,6 +193,7 @@ class DistributedHerder(Herder):
         self.leader_url = data.get("leader_url")
         self.my_connectors = set(data.get("connectors", []))
         self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
+        self.worker.hold(max(generation, 0), self.my_connectors, self.my_tasks)
         if not self.ready and self._caught_up:
             self.ready = True
         log.info("worker %s assigned connectors %s, tasks %s (leader %s)", self.worker_id,
@@ -358,9 +362,15 @@ class DistributedHerder(Herder):
         key = f"status-connector-{name}" if task is None else f"status-task-{name}-{task.task}"
         value = {"state": status.state.value, "trace": status.trace,
                  "worker_id": status.worker_id, "generation": status.generation}
-        self._spawn(self.status_log.send(key, value, wait=False))
+        send = asyncio.get_running_loop().create_task(self.status_log.send(key, value,
+                                                                            wait=False))
+        self._status_sends.add(send)
+        send.add_done_callback(self._status_sends.discard)
 
     def _apply_status_records(self, records: list[Any]) -> None:
+        """Every worker applies every status record by the same rule (status.supersedes), in
+        the topic's order, so all of them answer the same status; this worker's own records
+        come back here too."""
         for record in records:
             key = (record.key or b"").decode()
             if record.value is None:
@@ -368,16 +378,14 @@ class DistributedHerder(Herder):
             try:
                 value = json.loads(record.value)
                 status = Status(State(value["state"]), value.get("worker_id", ""),
-                                value.get("trace"))
-            except (ValueError, KeyError):
+                                value.get("trace"), int(value.get("generation") or 0))
+            except (ValueError, KeyError, TypeError):
                 continue
             if key.startswith("status-connector-"):
-                name = key[len("status-connector-"):]
-                if name not in self.worker.connectors:
-                    self.statuses.put_connector(name, status)
+                self.statuses.put_connector(key[len("status-connector-"):], status)
             elif key.startswith("status-task-"):
                 name, _, index = key[len("status-task-"):].rpartition("-")
-                if index.isdigit() and TaskId(name, int(index)) not in self.worker.tasks:
+                if index.isdigit():
                     self.statuses.put_task(TaskId(name, int(index)), status)
 
 

@@ -466,11 +466,14 @@ class Herder:
             if entry["id"] in restarting:
                 entry["state"] = State.RESTARTING.value
         if connector:
-            self.statuses.put_connector(name, Status(State.RESTARTING, self.worker_id))
+            self.statuses.put_connector(name, self._restarting())
         for tid in tasks:
-            self.statuses.put_task(tid, Status(State.RESTARTING, self.worker_id))
+            self.statuses.put_task(tid, self._restarting())
         await self._request_restart(name, connector, tasks)
         return status
+
+    def _restarting(self) -> Status:
+        return Status(State.RESTARTING, self.worker_id, generation=self.worker.generation)
 
     async def _request_restart(self, name: str, connector: bool, tasks: list[TaskId]) -> None:
         self._spawn(self._restart_local(name, connector, tasks))
@@ -480,10 +483,10 @@ class Herder:
         async with self._lock:
             if connector and name in self.worker.connectors:
                 await self.worker.stop_connector(name)
-                self.statuses.put_connector(name, Status(State.RESTARTING, self.worker_id))
+                self.statuses.put_connector(name, self._restarting())
             local = [t for t in tasks if t in self.worker.tasks]
             for tid in local:
-                self.statuses.put_task(tid, Status(State.RESTARTING, self.worker_id))
+                self.statuses.put_task(tid, self._restarting())
             await self.worker.stop_tasks(local)
             await self._reconcile()
 

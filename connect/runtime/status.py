@@ -67,19 +67,35 @@ class Status:
         return cls(State.FAILED, worker_id, trace)
 
 
+def supersedes(new: Status, current: Status | None) -> bool:
+    """Whether ``new`` replaces ``current``: a status written in an older group generation never
+    overwrites one of a newer generation, unless the same worker wrote both (its own later
+    word). Kafka's ``KafkaStatusBackingStore`` guards its safe writes with the same rule
+    (``CacheEntry.canWriteSafely``); applying it when reading too makes every worker settle on
+    the same status whatever order the records of two owners arrive in."""
+    return current is None or new.generation >= current.generation \
+        or new.worker_id == current.worker_id
+
+
 @dataclass
 class StatusStore:
     """The latest status of each connector and task (in memory; the distributed worker mirrors
-    it to the status topic)."""
+    it to the status topic). Writes follow :func:`supersedes`."""
 
     connectors: dict[str, Status] = field(default_factory=dict)
     tasks: dict[TaskId, Status] = field(default_factory=dict)
 
-    def put_connector(self, name: str, status: Status) -> None:
+    def put_connector(self, name: str, status: Status) -> bool:
+        if not supersedes(status, self.connectors.get(name)):
+            return False
         self.connectors[name] = status
+        return True
 
-    def put_task(self, task: TaskId, status: Status) -> None:
+    def put_task(self, task: TaskId, status: Status) -> bool:
+        if not supersedes(status, self.tasks.get(task)):
+            return False
         self.tasks[task] = status
+        return True
 
     def connector(self, name: str) -> Status | None:
         return self.connectors.get(name)

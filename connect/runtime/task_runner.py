@@ -63,6 +63,7 @@ class TaskRunner:
         self.state = State.UNASSIGNED
         self.thread: PluginThread | None = None
         self.abandoned = False
+        self.generation = 0  # set by the worker: the generation that assigned it here
 
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:

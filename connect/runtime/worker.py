@@ -39,6 +39,7 @@ class ConnectorHandle:
     target: TargetState
     started: bool = False
     thread: PluginThread | None = None
+    generation: int = 0  # the latest group generation that assigned it to this worker
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a connector method on the connector's own thread."""
@@ -68,18 +69,37 @@ class Worker:
         # Distributed: whether a task still belongs to this worker with the configs it was
         # started with (checked around an exactly-once task's InitProducerId).
         self.task_current: Callable[[TaskId], bool] | None = None
+        # The group generation of this worker's latest assignment (0: standalone); statuses
+        # carry the generation that assigned the connector or task, so an owner that lost it
+        # never overwrites the new owner's word (see status.supersedes).
+        self.generation = 0
+
+    def hold(self, generation: int, connectors: set[str], tasks: set[TaskId]) -> None:
+        """A new assignment: what this worker keeps now belongs to ``generation``."""
+        self.generation = generation
+        for name in connectors:
+            if name in self.connectors:
+                self.connectors[name].generation = generation
+        for task in tasks:
+            if task in self.tasks:
+                self.tasks[task].generation = generation
 
     # -- status --------------------------------------------------------------------------------
-    def _connector_status(self, name: str, status: Status) -> None:
-        self.statuses.put_connector(name, status)
-        if self._on_status:
+    def _connector_status(self, name: str, status: Status,
+                          handle: ConnectorHandle | None = None) -> None:
+        handle = handle or self.connectors.get(name)
+        status.generation = handle.generation if handle is not None else self.generation
+        if self.statuses.put_connector(name, status) and self._on_status:
             self._on_status(name, None, status)
 
-    def _task_status(self, task: TaskId, status: Status, runner: TaskRunner | None = None) -> None:
+    def _task_status(self, task: TaskId, status: Status, runner: TaskRunner | None = None,
+                     generation: int | None = None) -> None:
         if runner is not None and self.tasks.get(task) is not runner:
             return  # a stopped (or replaced) runner's last words; the herder already moved on
-        self.statuses.put_task(task, status)
-        if self._on_status:
+        if generation is None:
+            generation = runner.generation if runner is not None else self.generation
+        status.generation = generation
+        if self.statuses.put_task(task, status) and self._on_status:
             self._on_status(task.connector, task, status)
 
     def _topic_used(self, connector: str, topic: str) -> None:
@@ -118,7 +138,8 @@ class Worker:
         """Instantiate and (unless STOPPED) start the connector on its own thread; False if it
         failed or is still starting (then it reports, and asks for task configs, when done)."""
         handle = ConnectorHandle(name, dict(config), None, target,
-                                 thread=PluginThread(f"connector-thread-{name}"))
+                                 thread=PluginThread(f"connector-thread-{name}"),
+                                 generation=self.generation)
         self.connectors[name] = handle
         try:
             cls = plugins.connector_class(config.get("connector.class", ""))
@@ -171,12 +192,18 @@ class Worker:
             self._on_reconfigure(handle.name)
 
     async def stop_connector(self, name: str) -> None:
+        """Stop the connector; its status becomes UNASSIGNED (unless it FAILED), written with
+        the generation that last assigned it here."""
         handle = self.connectors.pop(name, None)
         if handle is None:
             return
         await self._stop_instance(handle)
         if handle.thread is not None:
             handle.thread.close(0)
+        current = self.statuses.connector(name)
+        if current is None or current.state is not State.FAILED \
+                or current.worker_id != self.worker_id:
+            self._connector_status(name, Status(State.UNASSIGNED, self.worker_id), handle)
 
     async def _stop_instance(self, handle: ConnectorHandle) -> bool:
         """``stop()`` the connector within the graceful timeout; else abandon its thread."""
@@ -286,16 +313,23 @@ class Worker:
             self._task_status(task_id, Status.failed(self.worker_id, exc))
             return
         runner: TaskRunner = runner_cls(env, task_id, *resolved, task_cls, target)
+        runner.generation = self.generation
         self.tasks[task_id] = runner
         runner.start()
 
     async def stop_task(self, task_id: TaskId) -> None:
         runner = self.tasks.pop(task_id, None)
         self.task_snapshots.pop(task_id, None)
-        if runner is not None:
-            reason = await runner.stop()
-            if reason is not None:
-                self._task_status(task_id, Status(State.FAILED, self.worker_id, reason))
+        if runner is None:
+            return
+        reason = await runner.stop()
+        if reason is not None:
+            self._task_status(task_id, Status(State.FAILED, self.worker_id, reason),
+                              generation=runner.generation)
+        elif runner.state is not State.FAILED:
+            # Kafka's onShutdown: the owner gives the task up (a newer owner's word wins).
+            self._task_status(task_id, Status(State.UNASSIGNED, self.worker_id),
+                              generation=runner.generation)
 
     async def stop_tasks(self, task_ids: list[TaskId]) -> None:
         await asyncio.gather(*(self.stop_task(t) for t in task_ids))

@@ -66,3 +66,33 @@ class StuckSinkConnector(SinkConnector):
 
     def stop(self) -> None:
         pass
+
+
+class SlowStopSourceTask(SourceTask):
+    """Polls nothing; ``stop()`` takes ``stop.seconds`` (a connector closing a slow resource)."""
+
+    def start(self, props: dict[str, str]) -> None:
+        self.stop_seconds = float(props.get("stop.seconds", "2"))
+        self.stopped = threading.Event()
+
+    def poll(self) -> list[Any] | None:
+        self.stopped.wait(0.05)
+        return None
+
+    def stop(self) -> None:
+        self.stopped.wait(self.stop_seconds)
+        self.stopped.set()
+
+
+class SlowStopSourceConnector(SourceConnector):
+    def start(self, props: dict[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self) -> type:
+        return SlowStopSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props) for _ in range(max_tasks)]
+
+    def stop(self) -> None:
+        pass
