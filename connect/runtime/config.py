@@ -117,6 +117,21 @@ class WorkerConfig(KafkaConfigModel):
     def exactly_once_source_enabled(self) -> bool:
         return self.exactly_once_source_support == "enabled"
 
+    @field_validator("connect_protocol")
+    @classmethod
+    def _protocol(cls, value: str) -> str:
+        name = value.strip().lower()
+        if name not in ("eager", "compatible", "sessioned"):
+            raise ValueError("must be one of eager, compatible, sessioned")
+        return name
+
+    @field_validator("scheduled_rebalance_max_delay_ms")
+    @classmethod
+    def _delay(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("must be at least 0")
+        return value
+
     @field_validator("connector_client_config_override_policy")
     @classmethod
     def _policy(cls, value: str) -> str:

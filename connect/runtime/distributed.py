@@ -29,7 +29,7 @@ from aiokafka.coordinator.protocol import (
 )
 
 from connect.rest.server import NotLeader
-from connect.runtime import clients
+from connect.runtime import assignment, clients
 from connect.runtime.config import WorkerConfig
 from connect.runtime.exactly_once import ZombieFencing, request_fencing
 from connect.runtime.herder import BadRequest, Herder
@@ -44,45 +44,119 @@ log = logging.getLogger("connect.distributed")
 COMPACT = {"cleanup.policy": "compact"}
 
 
-class ConnectAssignor(AbstractPartitionAssignor):
-    """Round-robin of connectors, then of tasks, over the members sorted by URL."""
+def _user_data(meta: ConsumerProtocolMemberMetadata) -> dict[str, Any]:
+    try:
+        data = json.loads(meta.user_data or b"{}")
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
 
-    name = "connect-roundrobin"  # type: ignore[assignment]
+
+class EagerAssignor(AbstractPartitionAssignor):
+    """``connect.protocol=eager``: round-robin of connectors, then of tasks, over the members
+    sorted by URL, recomputed from scratch each round (Kafka's protocol ``default``)."""
+
+    name = "default"  # type: ignore[assignment]
 
     def __init__(self, herder: DistributedHerder) -> None:
         self.herder = herder
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolMemberMetadata:  # type: ignore[override]
-        user = json.dumps({"url": self.herder.url}).encode()
+        user = json.dumps(self.member_data()).encode()
         return ConsumerProtocolMemberMetadata(0, sorted(topics), user)
+
+    def member_data(self) -> dict[str, Any]:
+        return {"url": self.herder.url}
 
     def assign(self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]  # type: ignore[override]
                ) -> dict[str, ConsumerProtocolMemberAssignment]:
-        urls = {}
-        for member_id, meta in members.items():
-            try:
-                urls[member_id] = json.loads(meta.user_data or b"{}").get("url", "")
-            except ValueError:
-                urls[member_id] = ""
-        order = sorted(members, key=lambda m: (urls[m], m))
+        data = {m: _user_data(meta) for m, meta in members.items()}
+        urls = {m: str(d.get("url", "")) for m, d in data.items()}
         connectors, tasks = self.herder.assignment_basis()
-        plan: dict[str, dict[str, list]] = {m: {"connectors": [], "tasks": []} for m in order}
+        self.herder.last_basis = (connectors, tasks)
+        plan = self.plan(urls, data, connectors, tasks)
+        out = {}
+        for member in members:
+            user = json.dumps({"leader_url": self.herder.url, **plan[member]}).encode()
+            out[member] = ConsumerProtocolMemberAssignment(0, [], user)
+        return out
+
+    def plan(self, urls: dict[str, str], data: dict[str, dict[str, Any]], connectors: list[str],
+             tasks: list[TaskId]) -> dict[str, dict[str, Any]]:
+        order = sorted(urls, key=lambda m: (urls[m], m))
+        plan: dict[str, dict[str, Any]] = {m: {"connectors": [], "tasks": []} for m in order}
         for i, name in enumerate(connectors):
             plan[order[i % len(order)]]["connectors"].append(name)
         for i, task in enumerate(tasks):
             plan[order[i % len(order)]]["tasks"].append([task.connector, task.task])
-        self.herder.last_basis = (connectors, tasks)
-        out = {}
-        for member in order:
-            user = json.dumps({"leader_url": self.herder.url, **plan[member]}).encode()
-            out[member] = ConsumerProtocolMemberAssignment(0, [], user)
         log.info("assigned %d connectors and %d tasks over %d workers", len(connectors),
                  len(tasks), len(order))
-        return out
+        return plan
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
         data = json.loads(assignment.user_data or b"{}")
         self.herder.assignment_received(data)
+
+
+class CooperativeAssignor(EagerAssignor):
+    """``connect.protocol=compatible``: incremental cooperative rebalancing (KIP-415, see
+    ``assignment``). Members report what they run; the leader moves only what balance needs."""
+
+    name = "compatible"  # type: ignore[assignment]
+
+    def __init__(self, herder: DistributedHerder) -> None:
+        super().__init__(herder)
+        self.connector_delay = assignment.Delay()
+        self.task_delay = assignment.Delay()
+
+    def member_data(self) -> dict[str, Any]:
+        connectors, tasks = self.herder.owned()
+        return {"url": self.herder.url, "connectors": sorted(connectors),
+                "tasks": [[t.connector, t.task] for t in sorted(tasks)]}
+
+    def plan(self, urls: dict[str, str], data: dict[str, dict[str, Any]], connectors: list[str],
+             tasks: list[TaskId]) -> dict[str, dict[str, Any]]:
+        loop = asyncio.get_running_loop()
+        max_delay = self.herder.config.scheduled_rebalance_max_delay_ms / 1000
+        owned_connectors = {m: [str(c) for c in d.get("connectors", [])] for m, d in data.items()}
+        owned_tasks = {m: [TaskId(str(c), int(t)) for c, t in d.get("tasks", [])]
+                       for m, d in data.items()}
+        by_connector = assignment.plan(urls, owned_connectors, connectors, self.connector_delay,
+                                       loop.time(), max_delay)
+        by_task = assignment.plan(urls, owned_tasks, tasks, self.task_delay, loop.time(),
+                                  max_delay)
+        plan: dict[str, dict[str, Any]] = {}
+        for member in urls:
+            plan[member] = {
+                "connectors": by_connector.assigned[member],
+                "tasks": [[t.connector, t.task] for t in by_task.assigned[member]],
+                "revoked": {"connectors": by_connector.revoked[member],
+                            "tasks": [[t.connector, t.task] for t in by_task.revoked[member]]}}
+        moved = sum(len(r) for r in by_task.revoked.values())
+        held = len(by_connector.held) + len(by_task.held)
+        delay = max(by_connector.delay_s, by_task.delay_s)
+        log.info("assigned %d connectors and %d tasks over %d workers: %d tasks revoked to "
+                 "move%s", len(connectors), len(tasks), len(urls), moved,
+                 f"; {held} lost connectors and tasks wait {delay:.1f}s "
+                 "(scheduled.rebalance.max.delay.ms) for their worker to return" if held else "")
+        if delay > 0:
+            self.herder.schedule_rebalance(delay)
+        return plan
+
+
+class SessionedAssignor(CooperativeAssignor):
+    """``connect.protocol=sessioned`` (KIP-507): cooperative, and the leader distributes a
+    session key with which workers sign their internal requests to each other."""
+
+    name = "sessioned"  # type: ignore[assignment]
+
+
+PROTOCOLS: dict[str, tuple[type[EagerAssignor], ...]] = {
+    # The group picks the first protocol every member offers, as Kafka's ConnectProtocol does.
+    "eager": (EagerAssignor,),
+    "compatible": (CooperativeAssignor, EagerAssignor),
+    "sessioned": (SessionedAssignor, CooperativeAssignor, EagerAssignor),
+}
 
 
 class DistributedHerder(Herder):
@@ -114,6 +188,8 @@ class DistributedHerder(Herder):
         self._wake = asyncio.Event()
         self._reconciler: asyncio.Task | None = None
         self._status_sends: set[asyncio.Task] = set()
+        self._rejoin_after_reconcile = False
+        self._scheduled: asyncio.TimerHandle | None = None
 
     # -- startup -------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -139,7 +215,8 @@ class DistributedHerder(Herder):
         self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_loop())
         self.member = AIOKafkaConsumer(
             cfg.config_storage_topic, **clients.base_kwargs(cfg), group_id=cfg.group_id,
-            enable_auto_commit=False, partition_assignment_strategy=(ConnectAssignor(self),),
+            enable_auto_commit=False, partition_assignment_strategy=tuple(
+                cls(self) for cls in PROTOCOLS[cfg.connect_protocol]),
             session_timeout_ms=cfg.session_timeout_ms,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             rebalance_timeout_ms=cfg.rebalance_timeout_ms, max_poll_interval_ms=2**31 - 1,
@@ -149,6 +226,8 @@ class DistributedHerder(Herder):
 
     async def stop(self) -> None:
         self.ready = False
+        if self._scheduled is not None:
+            self._scheduled.cancel()
         for task in (self._member_task, self._reconciler):
             if task is not None:
                 task.cancel()
@@ -194,11 +273,32 @@ class DistributedHerder(Herder):
         self.my_connectors = set(data.get("connectors", []))
         self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
         self.worker.hold(max(generation, 0), self.my_connectors, self.my_tasks)
+        revoked = data.get("revoked") or {}
+        if revoked.get("connectors") or revoked.get("tasks"):
+            # KIP-415: stop what was revoked, then rejoin at once so it can be reassigned.
+            self._rejoin_after_reconcile = True
         if not self.ready and self._caught_up:
             self.ready = True
         log.info("worker %s assigned connectors %s, tasks %s (leader %s)", self.worker_id,
                  sorted(self.my_connectors), sorted(map(str, self.my_tasks)), self.leader_url)
         self._wake.set()
+
+    def owned(self) -> tuple[set[str], set[TaskId]]:
+        """What this worker runs or is to run (reported when it joins, for KIP-415)."""
+        return (self.my_connectors | set(self.worker.connectors),
+                self.my_tasks | set(self.worker.tasks))
+
+    def schedule_rebalance(self, delay_s: float) -> None:
+        """Leader: rebalance again once lost work may move (scheduled.rebalance.max.delay.ms)."""
+        if self._scheduled is not None:
+            self._scheduled.cancel()
+
+        def rejoin() -> None:
+            self._scheduled = None
+            if self.member is not None:
+                request_rejoin(self.member)
+
+        self._scheduled = asyncio.get_running_loop().call_later(delay_s + 0.05, rejoin)
 
     def assigned_connectors(self) -> set[str]:
         return set(self.my_connectors)
@@ -218,6 +318,7 @@ class DistributedHerder(Herder):
         while True:
             await self._wake.wait()
             self._wake.clear()
+            revoked, self._rejoin_after_reconcile = self._rejoin_after_reconcile, False
             try:
                 if self._assignment_lost:
                     self._assignment_lost = False
@@ -230,8 +331,10 @@ class DistributedHerder(Herder):
                 raise
             except Exception:
                 log.exception("reconciling the worker with its assignment failed")
-            if self.is_leader and self.member is not None \
-                    and self.assignment_basis() != self.last_basis:
+            # Rejoin after stopping what was revoked (KIP-415), or, as leader, when the
+            # connectors or tasks to assign changed.
+            if self.member is not None and (revoked or (
+                    self.is_leader and self.assignment_basis() != self.last_basis)):
                 request_rejoin(self.member)
 
     async def _changed(self) -> None:

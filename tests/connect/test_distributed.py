@@ -33,6 +33,8 @@ def worker_properties(tmp_path: Path, bootstrap: str, name: str) -> tuple[Path, 
         "offset.flush.interval.ms=200\n"
         "session.timeout.ms=6000\n"
         "heartbeat.interval.ms=500\n"
+        # A dead worker's tasks move after 3 s (Kafka's default waits 5 minutes for it).
+        "scheduled.rebalance.max.delay.ms=3000\n"
         "key.converter=org.apache.kafka.connect.storage.StringConverter\n"
         "value.converter=org.apache.kafka.connect.json.JsonConverter\n"
         "value.converter.schemas.enable=false\n")

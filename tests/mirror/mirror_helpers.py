@@ -25,6 +25,8 @@ def write_mm2(path: Path, clusters: dict[str, str], lines: list[str]) -> Path:
              "status.storage.replication.factor = 1", "offset.storage.partitions = 3",
              "status.storage.partitions = 1", "offset.flush.interval.ms = 500",
              "session.timeout.ms = 6000", "heartbeat.interval.ms = 500",
+             # a killed process's tasks move after 2 s (KIP-415's default waits 5 minutes)
+             "scheduled.rebalance.max.delay.ms = 2000",
              "refresh.topics.interval.seconds = 2", "refresh.groups.interval.seconds = 2",
              "emit.checkpoints.interval.seconds = 1", "sync.topic.configs.interval.seconds = 2",
              "emit.heartbeats.interval.seconds = 1"]
