@@ -110,6 +110,12 @@ def group_generation(consumer: Any) -> int:
     return int(getattr(consumer._coordinator, "generation", -1))  # noqa: SLF001
 
 
+def member_id(consumer: Any) -> str:
+    """The member id the group gave this consumer ("" before a join, or once the coordinator
+    forgot the member: aiokafka's reset_generation)."""
+    return str(getattr(consumer._coordinator, "member_id", "") or "")  # noqa: SLF001
+
+
 def client_of(client: AIOKafkaConsumer | AIOKafkaProducer) -> AIOKafkaClient:
     """The network client behind a consumer or producer (metadata, raw requests)."""
     return client._client  # noqa: SLF001

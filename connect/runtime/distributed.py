@@ -37,7 +37,7 @@ from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
 from connect.runtime.standalone import ConnectProcess
 from connect.runtime.status import State, Status, TargetState, TaskId
 from streams.config import ConfigError
-from streams.kafka_internals import group_generation, request_rejoin
+from streams.kafka_internals import group_generation, member_id, request_rejoin
 
 log = logging.getLogger("connect.distributed")
 
@@ -66,6 +66,7 @@ class EagerAssignor(AbstractPartitionAssignor):
         return ConsumerProtocolMemberMetadata(0, sorted(topics), user)
 
     def member_data(self) -> dict[str, Any]:
+        self.herder.owned()  # notices a lost assignment
         return {"url": self.herder.url}
 
     def assign(self, cluster: Any, members: Mapping[str, ConsumerProtocolMemberMetadata]  # type: ignore[override]
@@ -263,11 +264,6 @@ class DistributedHerder(Herder):
 
     def assignment_received(self, data: dict[str, Any]) -> None:
         generation = group_generation(self.member) if self.member is not None else -1
-        if self._generation >= 0 and generation > self._generation + 1:
-            # Generations passed without this worker (paused past its session timeout): its
-            # tasks ran elsewhere meanwhile, so what it still runs is a zombie; restart it all
-            # (Kafka's lost assignment). Exactly-once tasks were fenced by their new owners.
-            self._assignment_lost = True
         self._generation = generation
         self.leader_url = data.get("leader_url")
         self.my_connectors = set(data.get("connectors", []))
@@ -284,7 +280,16 @@ class DistributedHerder(Herder):
         self._wake.set()
 
     def owned(self) -> tuple[set[str], set[TaskId]]:
-        """What this worker runs or is to run (reported when it joins, for KIP-415)."""
+        """What this worker runs or is to run (reported when it joins, for KIP-415).
+
+        A worker the group dropped (paused past its session timeout: it rejoins without a
+        member id) lost its assignment: its work ran elsewhere meanwhile, so what it still runs
+        is a zombie. It reports nothing and restarts what it is given (Kafka's lost
+        assignment); exactly-once tasks were fenced by their new owners."""
+        if self.member is not None and self._generation >= 0 and not member_id(self.member):
+            self._assignment_lost = True
+            self.my_connectors, self.my_tasks = set(), set()
+            return set(), set()
         return (self.my_connectors | set(self.worker.connectors),
                 self.my_tasks | set(self.worker.tasks))
 

@@ -74,7 +74,16 @@ class TaskRunner:
         """Run a plugin method (plain or ``async def``) on this task's own thread."""
         if self.thread is None or self.abandoned:
             raise PluginAbandoned(f"task {self.id} was abandoned")
-        return await self.thread.call(fn, *args)
+        future = asyncio.wrap_future(self.thread.submit(fn, *args))
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if not future.done():
+                # Cancelled (the worker's loop is closing) while the plugin runs: a thread cannot
+                # be interrupted, and later calls would queue behind this one, so give it up.
+                self.abandoned = True
+                self.thread.abandon()
+            raise
 
     @property
     def paused(self) -> bool:

@@ -63,6 +63,7 @@ class Worker:
         self.tasks: dict[TaskId, TaskRunner] = {}
         self.task_snapshots: dict[TaskId, tuple[dict, dict]] = {}
         self.active_topics: dict[str, set[str]] = {}
+        self._stopping: set[asyncio.Task] = set()  # task stops under way
         # Distributed: ``await fencing(connector)`` before an exactly-once source task's producer
         # starts (KIP-618 zombie fencing, connect/runtime/exactly_once.py).
         self.fencing: Callable[[str], Any] | None = None
@@ -322,6 +323,13 @@ class Worker:
         self.task_snapshots.pop(task_id, None)
         if runner is None:
             return
+        # The stop goes on if the caller is cancelled; stop() waits for it.
+        stopping = asyncio.get_running_loop().create_task(self._stop_runner(task_id, runner))
+        self._stopping.add(stopping)
+        stopping.add_done_callback(self._stopping.discard)
+        await asyncio.shield(stopping)
+
+    async def _stop_runner(self, task_id: TaskId, runner: TaskRunner) -> None:
         reason = await runner.stop()
         if reason is not None:
             self._task_status(task_id, Status(State.FAILED, self.worker_id, reason),
@@ -343,6 +351,8 @@ class Worker:
         """Stop every task, then every connector, each group at once: bounded by twice the
         graceful timeout plus the clients' close."""
         await self.stop_tasks(list(self.tasks))
+        if self._stopping:
+            await asyncio.wait(set(self._stopping))
         await asyncio.gather(*(self.stop_connector(name) for name in list(self.connectors)))
 
 

@@ -38,6 +38,8 @@ def worker_properties(tmp_path: Path, bootstrap: str, name: str, **extra: str) -
         "status.storage.replication.factor": "1", "offset.storage.partitions": "3",
         "status.storage.partitions": "2", "session.timeout.ms": "6000",
         "heartbeat.interval.ms": "500", "exactly.once.source.support": "enabled",
+        # a killed or paused worker's tasks move after 3 s (KIP-415's default: 5 minutes)
+        "scheduled.rebalance.max.delay.ms": "3000",
         "key.converter": "org.apache.kafka.connect.storage.StringConverter",
         "value.converter": "org.apache.kafka.connect.storage.StringConverter", **extra}
     path.write_text("".join(f"{k}={v}\n" for k, v in settings.items()))
@@ -198,7 +200,11 @@ def test_datagen_exactly_once_through_sigkill_and_sigstop(tmp_path: Path, broker
         code, offsets = http("GET", f"{url_a}/connectors/gen/offsets")
         assert code == 200 and sum(o["offset"]["count"] for o in offsets["offsets"]) == total
         fenced = (tmp_path / "b.log").read_text(errors="replace")
-        assert "Fenced" in fenced or "fenced" in fenced, fenced[-3000:]
+        # Either the zombie was fenced, or it noticed at its rejoin that the group had dropped
+        # it and stopped its task before the new owner fenced it (read_committed above shows
+        # each order once either way).
+        assert "Fenced" in fenced or "fenced" in fenced or "missed rebalances" in fenced, \
+            fenced[-3000:]
     finally:
         if stopped is not None and stopped.proc is not None:
             os.kill(stopped.proc.pid, signal.SIGCONT)
