@@ -56,13 +56,18 @@ class _FlowMetrics:
         self.store = store
         self.source = source
         self.target = target
+        self.cache: dict[tuple[str, str, int], _PartitionMetrics] = {}
 
     def _get(self, topic: str, partition: int) -> _PartitionMetrics:
         key = (self.target, topic, partition)
+        found = self.cache.get(key)
+        if found is not None:
+            return found
         found = self.store.partitions.get(key)
         if found is None:
             with self.store.lock:
                 found = self.store.partitions.setdefault(key, _PartitionMetrics())
+        self.cache[key] = found
         return found
 
     def polled(self, topic: str, partition: int, count: int, size: int, age_ms: int) -> None:
@@ -71,9 +76,16 @@ class _FlowMetrics:
         metrics.age.add(max(age_ms, 0), count)
 
     def replicated(self, topic: str, partition: int, latency_ms: int) -> None:
-        metrics = self._get(topic, partition)
+        metrics = self.cache.get((self.target, topic, partition)) or self._get(topic, partition)
         metrics.records += 1
-        metrics.latency.add(max(latency_ms, 0))
+        latency_ms = max(latency_ms, 0)
+        stat = metrics.latency
+        stat.count += 1
+        stat.total += latency_ms
+        if latency_ms < stat.min:
+            stat.min = latency_ms
+        if latency_ms > stat.max:
+            stat.max = latency_ms
 
 
 class SourceMetrics:

@@ -441,8 +441,10 @@ class MirrorSourceTask(SourceTask):
         self.stopping = False
         self.consumer: AIOKafkaConsumer | None = None
         self.sync_producer: AIOKafkaProducer | None = None
-        self.states: dict[TopicPartition, PartitionState] = {}
-        self.delayed: dict[TopicPartition, OffsetSync] = {}
+        self.states: dict[tuple[str, int], PartitionState] = {}
+        # The latest acked (upstream, downstream) per partition not yet synced (Kafka's delayed
+        # syncs, written at the next commit).
+        self.delayed: dict[tuple[str, int], tuple[int, int]] = {}
         # In order: the worker reports acks in bursts (at each offset flush), and every
         # sync of a burst is kept, so translation has one per offset.lag.max records.
         self.pending: list[OffsetSync] = []
@@ -537,29 +539,29 @@ class MirrorSourceTask(SourceTask):
         return out or None
 
     def commit_record(self, record: SourceRecord, metadata: Any) -> None:
-        """The target acked ``record`` at ``metadata.offset``: maybe queue an offset sync."""
+        """The target acked ``record`` at ``metadata.offset``: maybe queue an offset sync.
+        Called for every record, so it keeps to plain tuples until a sync is due."""
         if self.stopping or metadata is None:
             return
-        topic, partition = record.source_partition["topic"], record.source_partition["partition"]
+        source = record.source_partition
+        key = (source["topic"], source["partition"])
         upstream = record.source_offset["offset"]
         downstream = metadata.offset
         self.metrics.replicated(record.topic, record.kafka_partition,
                                 int(time.time() * 1000) - (record.timestamp or 0))
         if self.sync_producer is None:
             return
-        tp = TopicPartition(topic, partition)
-        state = self.states.get(tp)
+        state = self.states.get(key)
         if state is None:
-            state = self.states[tp] = PartitionState(self.max_lag)
-        sync = OffsetSync(topic, partition, upstream, downstream)
+            state = self.states[key] = PartitionState(self.max_lag)
         with self._sync_lock:
             if state.update(upstream, downstream):
-                self.delayed.pop(tp, None)
+                self.delayed.pop(key, None)
                 if len(self.pending) < MAX_PENDING_OFFSET_SYNCS:
-                    self.pending.append(sync)
+                    self.pending.append(OffsetSync(key[0], key[1], upstream, downstream))
                 state.should_sync = False
             else:
-                self.delayed[tp] = sync
+                self.delayed[key] = (upstream, downstream)
 
     async def commit(self) -> None:
         """After the worker stored source offsets: the last record of each partition gets a
@@ -568,7 +570,9 @@ class MirrorSourceTask(SourceTask):
             await self._close_clients()
             return
         with self._sync_lock:
-            self.pending.extend(self.delayed.values())
+            self.pending.extend(OffsetSync(topic, partition, upstream, downstream)
+                                for (topic, partition), (upstream, downstream)
+                                in self.delayed.items())
             self.delayed.clear()
         await self._fire_offset_syncs()
 
