@@ -296,7 +296,7 @@ def test_delete_groups_only_when_empty(tmp_path: Path) -> None:
             "g": errors.NON_EMPTY_GROUP, "simple": errors.NONE,
             "nope": errors.GROUP_ID_NOT_FOUND}
         assert coord.fetch_offsets("simple", [("t", 0)])[0][1] is None
-        assert "simple" not in [g for g, _, _ in coord.list_groups()]
+        assert "simple" not in [g.group_id for g in coord.list_groups()]
         assert coord.describe("simple").state == "Dead"
         assert coord.describe("g").members[0][0] == a.member_id
 

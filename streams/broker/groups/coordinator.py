@@ -1,5 +1,6 @@
 """The group coordinator: classic consumer-group membership and rebalances (offset-side
-operations live in ``offset_ops``, mixed in).
+operations live in ``offset_ops``, mixed in), and the host of the other group types
+(``protocols``: KIP-848 consumer groups, KIP-932 share groups plug in there).
 
 Everything runs on the broker's event loop. A JoinGroup or SyncGroup that has to wait for other
 members parks on a future owned by its Member; timers (``loop.call_later``) end rebalances that
@@ -22,6 +23,7 @@ from .group import Group, GroupState
 from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult, join_error
 from .offset_ops import OffsetOperations
 from .offsets import OffsetStore
+from .protocols import GroupListing, GroupProtocol, GroupType
 
 if TYPE_CHECKING:
     from ..server import Broker
@@ -72,7 +74,54 @@ class GroupCoordinator(OffsetOperations):
         self.config = broker.config
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore(broker.topics, self.config.offsets_topic_num_partitions)
+        self.protocols: dict[GroupType, GroupProtocol] = {}
         self._ticker: asyncio.Task[None] | None = None
+        # Non-classic group types plug in here: self.register_protocol(SomeProtocol(self)).
+
+    # -- group types (see protocols.py) ---------------------------------------------------------
+
+    def register_protocol(self, protocol: GroupProtocol) -> None:
+        """Plug in a non-classic group type (before ``start``)."""
+        if protocol.group_type in self.protocols or protocol.group_type is GroupType.CLASSIC:
+            raise ValueError(f"group type {protocol.group_type.value} registered twice")
+        self.protocols[protocol.group_type] = protocol
+
+    def protocol(self, group_type: GroupType) -> GroupProtocol | None:
+        return self.protocols.get(group_type)
+
+    def owner(self, group_id: str) -> GroupProtocol | None:
+        """The non-classic protocol owning this group id, if any."""
+        for protocol in self.protocols.values():
+            if protocol.has_group(group_id):
+                return protocol
+        return None
+
+    def group_type(self, group_id: str) -> GroupType | None:
+        """The type of the live group with this id (None: no such group)."""
+        owner = self.owner(group_id)
+        if owner is not None:
+            return owner.group_type
+        group = self.groups.get(group_id)
+        return GroupType.CLASSIC if group is not None and not group.is_(DEAD) else None
+
+    def claim_group_id(self, group_id: str, group_type: GroupType) -> bool:
+        """May a group of ``group_type`` use this id? True when the id is free, already of that
+        type, or an empty classic group (dropped here; its committed offsets stay, as Kafka
+        converts an empty classic group). False when another type holds it."""
+        owner = self.owner(group_id)
+        if owner is not None:
+            return owner.group_type is group_type
+        group = self.groups.get(group_id)
+        if group is None or group.is_(DEAD):
+            return True
+        if group.is_(EMPTY) and not group.pending_members:
+            group.transition_to(DEAD)
+            group.cancel_join_timer()
+            del self.groups[group_id]
+            log.info("group %s: empty classic group becomes a %s group", group_id,
+                     group_type.value)
+            return True
+        return False
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -82,6 +131,8 @@ class GroupCoordinator(OffsetOperations):
         for group_id in self.offsets.group_ids():
             # Empty since an unknown time: offset expiry counts from each commit instead.
             self._get_or_create(group_id).state_since_ms = 0
+        for protocol in self.protocols.values():
+            await protocol.start()
         self._ticker = self.broker.spawn(self._expiry_loop())
 
     async def stop(self) -> None:
@@ -89,6 +140,8 @@ class GroupCoordinator(OffsetOperations):
             self._ticker.cancel()
             self._ticker = None
         self._release_waiters()
+        for protocol in self.protocols.values():
+            await protocol.stop()
 
     def _release_waiters(self) -> None:
         """Answer every parked Join/SyncGroup so connections can close (clients rediscover)."""
@@ -107,6 +160,8 @@ class GroupCoordinator(OffsetOperations):
             while True:
                 await asyncio.sleep(tick)
                 self.expire_sessions(self._now())
+                for protocol in self.protocols.values():
+                    protocol.tick(self._now())
                 if self._now() >= next_cleanup:
                     next_cleanup = self._now() + OFFSETS_RETENTION_CHECK_INTERVAL_S
                     try:
@@ -125,6 +180,11 @@ class GroupCoordinator(OffsetOperations):
         high = self.config.group_max_session_timeout_ms
         if not low <= req.session_timeout_ms <= high:
             return join_error(errors.INVALID_SESSION_TIMEOUT, req.member_id)
+        owner = self.owner(req.group_id)
+        if owner is not None and not owner.yield_to_classic(req.group_id):
+            # Kafka: a classic member cannot join a share group (nor a non-empty consumer group
+            # without the migration policy): INCONSISTENT_GROUP_PROTOCOL.
+            return join_error(errors.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
         group = self.groups.get(req.group_id)
         if req.member_id:
             if group is None:
@@ -440,7 +500,10 @@ class GroupCoordinator(OffsetOperations):
         return GroupSummary(group_id, group.state.value, group.protocol_type or "",
                             (group.protocol_name or "") if stable else "", members)
 
-    def list_groups(self) -> list[tuple[str, str, str]]:
-        """(group id, protocol type, state) of every live group."""
-        return [(g.group_id, g.protocol_type or "", g.state.value)
-                for g in self.groups.values() if not g.is_(DEAD)]
+    def list_groups(self) -> list[GroupListing]:
+        """Every live group of every type."""
+        listed = [GroupListing(g.group_id, g.protocol_type or "", g.state.value, GroupType.CLASSIC)
+                  for g in self.groups.values() if not g.is_(DEAD)]
+        for protocol in self.protocols.values():
+            listed.extend(protocol.listings())
+        return listed

@@ -16,6 +16,7 @@ from . import errors
 from .group import Group, GroupState
 from .offsets import OffsetStore, TopicPartition
 from .offsets_codec import OffsetAndMetadata
+from .protocols import GroupProtocol
 from .subscription import ALL_TOPICS, subscribed_topics
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ class OffsetOperations:
     config: BrokerConfig
     groups: dict[str, Group]
     offsets: OffsetStore
+
+    def owner(self, group_id: str) -> GroupProtocol | None:
+        raise NotImplementedError  # GroupCoordinator's
 
     @staticmethod
     def _now() -> float:
@@ -100,7 +104,8 @@ class OffsetOperations:
     ) -> dict[TopicPartition, int]:
         """Write offsets inside a transaction; they stay pending until complete_transaction."""
         results, accepted = self._check_partitions(offsets)
-        self._get_or_create(group_id)
+        if self.owner(group_id) is None:
+            self._get_or_create(group_id)
         await self.offsets.stage_transactional(producer_id, producer_epoch, group_id, accepted)
         return results
 
@@ -127,12 +132,17 @@ class OffsetOperations:
     async def commit_offsets(
         self, group_id: str, generation_id: int, member_id: str, group_instance_id: str | None,
         offsets: Mapping[TopicPartition, OffsetAndMetadata],
-        unknown_group_error: int = errors.ILLEGAL_GENERATION,
+        unknown_group_error: int = errors.ILLEGAL_GENERATION, api_version: int = 9,
     ) -> dict[TopicPartition, int]:
         """``unknown_group_error``: the answer to a generation for a group that does not exist
-        (Kafka: GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION before)."""
-        error = self._check_commit(group_id, generation_id, member_id, group_instance_id,
-                                   unknown_group_error)
+        (Kafka: GROUP_ID_NOT_FOUND from OffsetCommit v9, ILLEGAL_GENERATION before). A group of
+        another type (protocols.py) checks the sender itself (e.g. KIP-848's member epochs)."""
+        owner = self.owner(group_id)
+        if owner is not None:
+            error = owner.check_commit(group_id, member_id, generation_id, api_version)
+        else:
+            error = self._check_commit(group_id, generation_id, member_id, group_instance_id,
+                                       unknown_group_error)
         if error:
             return dict.fromkeys(offsets, error)
         return await self.store_offsets(group_id, offsets)
@@ -203,11 +213,19 @@ class OffsetOperations:
         to (GROUP_SUBSCRIBED_TO_TOPIC); any other active group is NON_EMPTY_GROUP. The deletions
         are tombstones in __consumer_offsets, so a restart does not bring them back."""
         group = self.groups.get(group_id)
-        if (group is None or group.is_(DEAD)) and not self.offsets.has_offsets(group_id):
+        owner = self.owner(group_id)
+        if (owner is None and (group is None or group.is_(DEAD))
+                and not self.offsets.has_offsets(group_id)):
             return errors.GROUP_ID_NOT_FOUND, {}
         results: dict[TopicPartition, int] = {}
-        subscribed = None
-        if group is not None and not group.is_(EMPTY, DEAD):
+        subscribed: frozenset[str] | None = None
+        if owner is not None:
+            if not owner.is_empty(group_id):
+                topics = owner.subscribed_topics(group_id)
+                if topics is None:
+                    return errors.NON_EMPTY_GROUP, {}
+                subscribed = frozenset(topics)
+        elif group is not None and not group.is_(EMPTY, DEAD):
             if group.protocol_type != "consumer":
                 return errors.NON_EMPTY_GROUP, {}
             subscribed = subscribed_topics(group)
@@ -231,6 +249,16 @@ class OffsetOperations:
         """Only Empty groups can go; their offsets are tombstoned in __consumer_offsets."""
         results: dict[str, int] = {}
         for group_id in group_ids:
+            owner = self.owner(group_id)
+            if owner is not None:
+                if not owner.is_empty(group_id):
+                    results[group_id] = errors.NON_EMPTY_GROUP
+                    continue
+                owner.forget(group_id)
+                await self.offsets.delete_group(group_id)
+                results[group_id] = errors.NONE
+                log.info("deleted %s group %s", owner.group_type.value, group_id)
+                continue
             group = self.groups.get(group_id)
             if group is None or group.is_(DEAD):
                 results[group_id] = errors.GROUP_ID_NOT_FOUND

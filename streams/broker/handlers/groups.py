@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 
 KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
-GROUP_TYPE_CLASSIC = "classic"
 TOPIC_AUTHORIZATION_FAILED = 29
 GROUP_AUTHORIZATION_FAILED = 30
 TRANSACTIONAL_ID_AUTHORIZATION_FAILED = 53
@@ -216,6 +215,7 @@ async def offset_commit(broker: Broker, ctx: RequestContext, request: Any) -> di
             getattr(request, "group_instance_id", None),
             offsets,
             errors.GROUP_ID_NOT_FOUND if ctx.api_version >= 9 else errors.ILLEGAL_GENERATION,
+            ctx.api_version,
         ))
     return {
         "throttle_time": 0,
@@ -339,16 +339,16 @@ async def list_groups(broker: Broker, ctx: RequestContext, request: Any) -> dict
     groups = []
     # DESCRIBE on the cluster lists every group; otherwise only the describable ones.
     everything = broker.security.allowed(ctx, DESCRIBE, CLUSTER, CLUSTER_NAME, audit=False)
-    for group_id, protocol_type, state in broker.groups.list_groups():
-        if not everything and not broker.security.allowed(ctx, DESCRIBE, GROUP, group_id,
+    for listed in broker.groups.list_groups():
+        if not everything and not broker.security.allowed(ctx, DESCRIBE, GROUP, listed.group_id,
                                                           audit=False):
             continue
-        if states and state.lower() not in states:
+        if states and listed.state.lower() not in states:
             continue
-        if types and GROUP_TYPE_CLASSIC not in types:
+        if types and listed.group_type.value not in types:
             continue
-        groups.append({"group_id": group_id, "protocol_type": protocol_type,
-                       "group_state": state, "group_type": GROUP_TYPE_CLASSIC})
+        groups.append({"group_id": listed.group_id, "protocol_type": listed.protocol_type,
+                       "group_state": listed.state, "group_type": listed.group_type.value})
     return {"throttle_time": 0, "error_code": errors.NONE, "groups": groups}
 
 
