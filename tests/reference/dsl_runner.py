@@ -1,7 +1,7 @@
 """Kafka Streams' TopologyTestDriver as an oracle: TopologyRunner.java in one JVM per session.
 
-The runner is compiled with javac against the prepared jars into ``.reference/dsl-runner/``
-(git-ignored), again only when its source changed; cases go to its stdin one JSON line each
+The runner is compiled with javac against the prepared jars into
+``.reference/dsl-runner/<source digest>/`` (git-ignored), once per version of its source; cases go to its stdin one JSON line each
 and answers come back one line each, so a test session pays for one JVM start.
 """
 
@@ -11,6 +11,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,25 +19,34 @@ from . import kafka
 
 SOURCE = kafka.HERE / "java" / "TopologyRunner.java"
 BUILD = kafka.CACHE / "dsl-runner"
-MARKER = BUILD / ".source-sha256"
 
 
 def compile_runner() -> Path:
-    """Compile TopologyRunner.java unless the classes match the current source."""
+    """Compile TopologyRunner.java unless classes of the current source exist.
+
+    Each source version gets its own directory (named by its digest, made complete before it
+    is renamed into place): a running JVM's classes are never replaced under it by another
+    session (another worktree, or a later edit) compiling a different source.
+    """
     digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
-    if MARKER.exists() and MARKER.read_text() == digest:
-        return BUILD
+    build = BUILD / digest[:16]
+    if (build / "TopologyRunner.class").exists():
+        return build
     javac = shutil.which("javac")
     if javac is None:
         raise kafka.PrepareError("javac is not on PATH")
-    shutil.rmtree(BUILD, ignore_errors=True)
-    BUILD.mkdir(parents=True)
-    done = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(BUILD), "-cp",
+    BUILD.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".compiling-", dir=BUILD))
+    done = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp",
                            f"{kafka.LIBS}/*", str(SOURCE)], capture_output=True, text=True)
     if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
         raise kafka.PrepareError(f"javac failed: {done.stderr.strip()[:2000]}")
-    MARKER.write_text(digest)
-    return BUILD
+    try:
+        staging.rename(build)
+    except OSError:  # compiled meanwhile by another session: theirs is the same source
+        shutil.rmtree(staging, ignore_errors=True)
+    return build
 
 
 class KafkaStreamsRunner:
