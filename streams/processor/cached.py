@@ -43,6 +43,8 @@ class CacheForwarding:
         return record.headers, self.context.record_metadata()
 
     def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
+        if new is None and old is None:
+            return  # a delete of what the store never held: Kafka's caching stores skip it
         self._forward_flushed(key, new, old, timestamp, context)
 
     def _forward_flushed(self, key: Any, new: Any, old: Any, timestamp: int,

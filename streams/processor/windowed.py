@@ -90,6 +90,8 @@ class TimeWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
         self._init_cache_forwarding(context, enable=not self.emit_on_close)
 
     def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
+        if new is None and old is None:
+            return  # a window the store never held, deleted: Kafka's CachingWindowStore skips it
         key, start = key  # the window store's cache key
         windowed = Windowed(key, Window(start, start + self.windows.size_ms))
         self._forward_flushed(windowed, new, old, timestamp, context)

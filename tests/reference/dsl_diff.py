@@ -38,11 +38,16 @@ def normalise(answer: dict[str, Any], annotated: dict[str, Any]) -> dict[str, An
     text against Python's). Window and session stores: ``all()`` order is not part of Kafka's
     API (its RocksDB window store runs key-then-start within a segment, ours start-then-key),
     so their entries are compared sorted; key-value stores keep their order (both by key bytes).
+    With the record cache on, window and session stores are not compared: Kafka's caching
+    window store still shows, in ``all()``, windows whose segments have expired (they linger
+    in the cache); what the aggregations emit is compared as always.
     """
     if "error" in answer:
         return {"error": True}
+    cached = bool(annotated.get("cache_bytes"))
     stores = {name: sorted(entries, key=repr) if annotated["stores"][name] != "kv" else entries
-              for name, entries in answer["stores"].items()}
+              for name, entries in answer["stores"].items()
+              if not (cached and annotated["stores"][name] != "kv")}
     return {"outputs": answer["outputs"], "stores": stores}
 
 
@@ -201,6 +206,8 @@ def main(argv: list[str] | None = None) -> int:
         replay = [json.loads(p.read_text()) for p in args.replay] if args.replay else None
         total = len(replay) if replay is not None else args.cases
         for index in range(total):
+            if index and index % 250 == 0:
+                print(f"dsl-diff: {index} cases run, {len(failures)} differ", flush=True)
             case = replay[index] if replay is not None else \
                 dsl_random.composed_case(seed, index, cache)
             kafka, ours = compare(case, runner)
