@@ -189,7 +189,10 @@ def parse_value(key: ConfigKey, value: Any) -> Any:
         if kind in _INT_RANGES:
             if isinstance(text, bool) or (isinstance(text, float) and not text.is_integer()):
                 raise ValueError(f"Expected value to be a {kind.value.lower()} number")
-            number = int(text)
+            try:
+                number = int(text)
+            except ValueError:
+                raise ValueError(f"Not a number of type {kind.value}") from None
             limit = _INT_RANGES[kind]
             if not -limit <= number < limit:
                 raise ValueError(f"Not a number of type {kind.value}")
@@ -197,7 +200,10 @@ def parse_value(key: ConfigKey, value: Any) -> Any:
         if kind is ConfigType.DOUBLE:
             if isinstance(text, bool):
                 raise ValueError("Expected value to be a double")
-            return float(text)
+            try:
+                return float(text)
+            except ValueError:
+                raise ValueError("Not a number of type DOUBLE") from None
         if kind is ConfigType.LIST:
             if isinstance(text, list | tuple):
                 return [str(v).strip() for v in text]

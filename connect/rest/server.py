@@ -51,6 +51,9 @@ async def _body(request: web.Request) -> Any:
     text = await request.text()
     if not text.strip():
         return None
+    if request.content_type != "application/json":
+        # Kafka's resources consume application/json only (Jersey answers 415).
+        raise HerderError("HTTP 415 Unsupported Media Type", 415)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:

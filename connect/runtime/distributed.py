@@ -469,7 +469,8 @@ class DistributedHerder(Herder):
     def _status_changed(self, name: str, task: TaskId | None, status: Status) -> None:
         key = f"status-connector-{name}" if task is None else f"status-task-{name}-{task.task}"
         value = {"state": status.state.value, "trace": status.trace,
-                 "worker_id": status.worker_id, "generation": status.generation}
+                 "worker_id": status.worker_id, "generation": status.generation,
+                 "version": status.version}
         send = asyncio.get_running_loop().create_task(self.status_log.send(key, value,
                                                                             wait=False))
         self._status_sends.add(send)
@@ -486,7 +487,8 @@ class DistributedHerder(Herder):
             try:
                 value = json.loads(record.value)
                 status = Status(State(value["state"]), value.get("worker_id", ""),
-                                value.get("trace"), int(value.get("generation") or 0))
+                                value.get("trace"), int(value.get("generation") or 0),
+                                value.get("version"))
             except (ValueError, KeyError, TypeError):
                 continue
             if key.startswith("status-connector-"):

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import re
 from typing import Any
+from urllib.parse import quote
 
 from aiokafka.structs import TopicPartition
 
@@ -80,6 +81,7 @@ class Herder:
         self.targets: dict[str, TargetState] = {}
         self.task_configs: dict[str, list[dict[str, str]]] = {}
         self._lock = asyncio.Lock()
+        self._write_lock = asyncio.Lock()
         self.ready = False
         self.cluster_id: str | None = None
         self._background: set[asyncio.Task] = set()
@@ -378,6 +380,11 @@ class Herder:
         if not _NAME_OK.match(name) or "/" in name:
             raise BadRequest(f"Connector name {name!r} may not contain ISO control characters "
                              "or '/'")
+        if len(quote(name, safe="")) > MAX_NAME_LENGTH:
+            raise BadRequest(f"Connector name is too long ({len(quote(name, safe=''))} "
+                             f"characters URL-encoded; at most {MAX_NAME_LENGTH}, so that its "
+                             "REST paths stay within an HTTP request line)")
+        _check_values(config)
         config = {str(k): "" if v is None else (v if isinstance(v, str) else _text(v))
                   for k, v in config.items()}
         if config.get("name", name) != name:
@@ -390,15 +397,17 @@ class Herder:
             raise BadRequest(str(exc)) from None
         await self.ensure_leader()
         self._check_valid(config)
-        exists = name in self.configs
-        if exists and not allow_replace:
-            raise Conflict(f"Connector {name} already exists")
-        await self._store_config(name, config, None if exists else target)
+        async with self._write_lock:  # concurrent identical PUTs: one creates, the rest update
+            exists = name in self.configs
+            if exists and not allow_replace:
+                raise Conflict(f"Connector {name} already exists")
+            await self._store_config(name, config, None if exists else target)
         await self._changed()
         return not exists, self.connector_info(name)
 
     async def patch_connector_config(self, name: str, patch: dict[str, Any]) -> dict[str, Any]:
         current = dict(self._require(name))
+        _check_values(patch)
         for key, value in patch.items():
             if value is None:
                 current.pop(key, None)
@@ -593,6 +602,22 @@ class Herder:
             raise BadRequest(f"Failed to alter offsets for connector: {exc}") from None
         finally:
             thread.close(0)
+
+
+# A connector's name is part of its REST paths; longer names could be created but never read,
+# changed or deleted (the request line would exceed the HTTP server's limit).
+MAX_NAME_LENGTH = 4096
+
+
+def _check_values(config: dict[str, Any]) -> None:
+    """Config values are strings (numbers, booleans and null are taken as text, as Kafka's
+    JSON mapping does); a nested object or array is refused with a clear message (Kafka: a 500
+    from its JSON mapper)."""
+    for key, value in config.items():
+        if isinstance(value, dict | list):
+            kind = "an object" if isinstance(value, dict) else "an array"
+            raise BadRequest(f"Connector configuration value of '{key}' is {kind}; values must "
+                             "be strings, numbers, booleans or null")
 
 
 def _text(value: Any) -> str:

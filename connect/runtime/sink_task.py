@@ -113,6 +113,7 @@ class WorkerSinkTask(TaskRunner):
         if not isinstance(task, SinkTask):
             raise ConfigException(f"{self.task_class.__name__} is not a SinkTask")
         self.task = task
+        self.version = str(await self.call(task.version))
         reporter = ErrantRecordReporter(self._report_errant) if (
             error_config.dlq_topic or error_config.tolerate_all) else None
         self.context = SinkTaskContext(dict(self.task_config), reporter)

@@ -91,6 +91,7 @@ class WorkerSourceTask(TaskRunner):
         if not isinstance(task, SourceTask):
             raise ConfigException(f"{self.task_class.__name__} is not a SourceTask")
         self.task = task
+        self.version = str(await self.call(task.version))
         await self.producer.start()
         self.collector = RecordCollector(self.producer, {},
                                          max_request_size=getattr(self.producer, "_max_request_size",

@@ -54,11 +54,14 @@ class Status:
     worker_id: str
     trace: str | None = None
     generation: int = 0
+    version: str | None = None  # the connector's or task's version() (Kafka 4.x status bodies)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"state": self.state.value, "worker_id": self.worker_id}
         if self.trace:
             out["trace"] = self.trace
+        if self.version is not None:
+            out["version"] = self.version
         return out
 
     @classmethod

@@ -64,6 +64,7 @@ class TaskRunner:
         self.thread: PluginThread | None = None
         self.abandoned = False
         self.generation = 0  # set by the worker: the generation that assigned it here
+        self.version: str | None = None  # the task's version(), once it is created
 
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:

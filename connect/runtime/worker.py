@@ -39,6 +39,7 @@ class ConnectorHandle:
     target: TargetState
     started: bool = False
     thread: PluginThread | None = None
+    version: str | None = None
     generation: int = 0  # the latest group generation that assigned it to this worker
 
     async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -90,6 +91,8 @@ class Worker:
                           handle: ConnectorHandle | None = None) -> None:
         handle = handle or self.connectors.get(name)
         status.generation = handle.generation if handle is not None else self.generation
+        if status.version is None and handle is not None:
+            status.version = handle.version
         if self.statuses.put_connector(name, status) and self._on_status:
             self._on_status(name, None, status)
 
@@ -100,6 +103,8 @@ class Worker:
         if generation is None:
             generation = runner.generation if runner is not None else self.generation
         status.generation = generation
+        if status.version is None and runner is not None:
+            status.version = runner.version
         if self.statuses.put_task(task, status) and self._on_status:
             self._on_status(task.connector, task, status)
 
@@ -154,15 +159,16 @@ class Worker:
                 loop.call_soon_threadsafe(
                     self._connector_status, name, Status.failed(self.worker_id, error))
 
-            def make() -> Connector:
+            def make() -> tuple[Connector, str]:
                 connector = cls()
                 connector.initialize(ConnectorContext(reconfigure, raise_error))
-                return connector
+                return connector, str(connector.version())
 
-            done, instance = await self._bounded(handle, make)
+            done, made = await self._bounded(handle, make)
             if not done:
                 raise TimeoutError(f"Connector {name} was not created within "
                                    "task.shutdown.graceful.timeout.ms")
+            instance, handle.version = made
             handle.instance = instance
             if target is not TargetState.STOPPED:
                 done, result = await self._bounded(handle, instance.start, self._resolve(config))
@@ -332,11 +338,13 @@ class Worker:
     async def _stop_runner(self, task_id: TaskId, runner: TaskRunner) -> None:
         reason = await runner.stop()
         if reason is not None:
-            self._task_status(task_id, Status(State.FAILED, self.worker_id, reason),
+            self._task_status(task_id, Status(State.FAILED, self.worker_id, reason,
+                                              version=runner.version),
                               generation=runner.generation)
         elif runner.state is not State.FAILED:
             # Kafka's onShutdown: the owner gives the task up (a newer owner's word wins).
-            self._task_status(task_id, Status(State.UNASSIGNED, self.worker_id),
+            self._task_status(task_id, Status(State.UNASSIGNED, self.worker_id,
+                                              version=runner.version),
                               generation=runner.generation)
 
     async def stop_tasks(self, task_ids: list[TaskId]) -> None:

@@ -9,6 +9,8 @@ import pytest
 from helpers import wait_until
 from worker_helpers import ThreadedWorker, http, standalone, status_state, wait_running
 
+from streams import __version__
+
 
 @pytest.fixture
 def worker(tmp_path: Path, broker) -> Iterator[ThreadedWorker]:
@@ -70,7 +72,8 @@ def test_create_get_list_and_conflict(worker: ThreadedWorker, tmp_path: Path) ->
     assert status["name"] == "src" and status["type"] == "source"
     assert status["connector"]["state"] == "RUNNING" and status["connector"]["worker_id"]
     assert status["tasks"] == [{"id": 0, "state": "RUNNING",
-                                "worker_id": status["connector"]["worker_id"]}]
+                                "worker_id": status["connector"]["worker_id"],
+                                "version": __version__}]
     code, only_status = http("GET", url + "/connectors?expand=status")
     assert code == 200 and set(only_status["src"]) == {"status"}
 

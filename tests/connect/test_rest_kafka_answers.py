@@ -1,0 +1,91 @@
+"""REST answers as Kafka Connect gives them (or, where Kafka's is a bug, a clear 400; see
+docs/kafka-differences.md), against two distributed workers in separate processes."""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+from helpers import wait_until
+from test_distributed import worker_properties
+from worker_helpers import WorkerProcess, http
+
+from streams import __version__
+
+pytestmark = pytest.mark.slow
+
+
+def put_raw(url: str, body: bytes, content_type: str) -> tuple[int, dict]:
+    request = urllib.request.Request(url, data=body, method="PUT",
+                                     headers={"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+def test_rest_answers(tmp_path: Path, broker) -> None:
+    workers = []
+    try:
+        for name in ("a", "b"):
+            props, url = worker_properties(tmp_path, broker.bootstrap, name)
+            workers.append(WorkerProcess(["distributed", str(props)], tmp_path / f"{name}.log",
+                                         url).start())
+        a, b = (w.url for w in workers)
+        sink = {"connector.class": "FileStreamSink", "topics": "t", "tasks.max": "1",
+                "file": str(tmp_path / "out.txt")}
+
+        # Ten concurrent identical PUTs (through both workers): one creates it, nine update.
+        codes: list[int] = []
+
+        def put(url: str) -> None:
+            codes.append(http("PUT", f"{url}/connectors/cc/config", sink)[0])
+
+        threads = [threading.Thread(target=put, args=(a if i % 2 else b,)) for i in range(10)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(codes) == [200] * 9 + [201], codes
+
+        # A nested object or array value: a clear 400 (Kafka: a 500 from its JSON mapper).
+        for value, kind in (({"a": 1}, "an object"), ([1, 2], "an array")):
+            code, body = http("PUT", f"{a}/connectors/nested/config", {**sink, "extra": value})
+            assert code == 400 and f"'extra' is {kind}" in body["message"], body
+        code, body = http("PATCH", f"{a}/connectors/cc/config", {"extra": {"a": 1}})
+        assert code == 400, body
+
+        # A name too long to address afterwards is refused (Kafka creates it, then answers
+        # 414 to every request naming it).
+        code, body = http("POST", f"{b}/connectors", {"name": "n" * 10000, "config": sink})
+        assert code == 400 and "too long" in body["message"], body
+        assert http("GET", f"{a}/connectors")[1] == ["cc"]
+
+        # Only JSON bodies (Kafka: 415).
+        code, body = put_raw(f"{a}/connectors/tp/config", json.dumps(sink).encode(),
+                             "text/plain")
+        assert (code, body["message"]) == (415, "HTTP 415 Unsupported Media Type")
+
+        code, body = http("PUT", f"{b}/connectors/bad/config", {**sink, "tasks.max": "abc"})
+        assert code == 400
+        assert "Invalid value abc for configuration tasks.max: Not a number of type INT" \
+            in body["message"], body
+
+        # Status bodies carry the connector's and each task's version (Kafka 4.x).
+        def versions() -> bool:
+            _, status = http("GET", f"{b}/connectors/cc/status")
+            return status["connector"].get("version") == __version__ and bool(
+                status["tasks"]) and all(t.get("version") == __version__
+                                         for t in status["tasks"]) and all(
+                t["state"] == "RUNNING" for t in status["tasks"])
+
+        wait_until(versions, 60, message="versions in the status")
+        assert http("GET", f"{a}/connectors/cc/tasks/0/status")[1]["version"] == __version__
+    finally:
+        for worker in workers:
+            worker.stop()
