@@ -170,18 +170,28 @@ async def group_offsets(admin: AIOKafkaAdminClient,
 
 
 async def group_state(admin: AIOKafkaAdminClient, group: str) -> tuple[str, int]:
-    """(state, number of members); an unknown group is ``Dead`` with none."""
-    from streams.runtime.reset import group_state as describe
-
-    return await describe(admin, group)
+    """(state, number of members) as DescribeGroups reports them; an unknown group is
+    ``Dead`` with none."""
+    for response in await admin.describe_consumer_groups([group]):
+        for described in response.to_object()["groups"]:
+            if described["error_code"]:
+                raise ConfigException(f"cannot describe group {group!r}: "
+                                      f"{for_code(described['error_code']).__name__}")
+            return described["state"], len(described["members"])
+    return "Dead", 0
 
 
 async def commit_group_offsets(admin: AIOKafkaAdminClient, group: str,
                                offsets: dict[TopicPartition, int]) -> None:
     """Commit for a group without members (the broker refuses it while the group has any)."""
-    from streams.runtime.reset import commit_offsets
+    from streams.kafka.admin import commit_offsets
 
-    await commit_offsets(admin, group, offsets)
+    failed = {tp: code for tp, code in (await commit_offsets(admin, group, offsets)).items()
+              if code}
+    if failed:
+        tp, code = sorted(failed.items())[0]
+        raise ConfigException(f"cannot commit {tp.topic}-{tp.partition} for {group!r}: "
+                              f"{for_code(code).__name__}")
 
 
 # Kafka's protocol codes (ResourceType, PatternType, AclOperation, AclPermissionType).
