@@ -346,24 +346,57 @@ class GroupCoordinator(OffsetOperations):
             self._complete_join(group)
 
     def _complete_join(self, group: Group) -> None:
-        """End the join phase: drop members that did not rejoin, start the next generation."""
+        """End the join phase: drop dynamic members that did not rejoin, start the next
+        generation. Static members that did not rejoin stay (KIP-345: their group.instance.id
+        keeps its place until the session ends), as in Kafka's completeClassicGroupJoin."""
         group.cancel_join_timer()
         group.initial_delay_remaining_ms = None
         for member in list(group.members.values()):
-            if not member.awaiting_join:
+            if not member.awaiting_join and member.group_instance_id is None:
                 log.info("group %s: member %s did not rejoin in time", group.group_id,
                          member.member_id)
                 group.remove(member.member_id)
         if group.is_(DEAD):
+            return
+        if group.members and not group.elect_joined_leader():
+            # Only static members that did not rejoin are left: wait another rebalance timeout
+            # for one of them (or for their sessions to end).
+            log.warning("group %s: no member rejoined; waiting again", group.group_id)
+            group.join_timer = asyncio.get_running_loop().call_later(
+                group.rebalance_timeout_ms() / 1000, self._on_join_timeout, group)
             return
         group.init_next_generation()
         now = self._now()
         for member in group.members.values():
             member.last_heartbeat = now
             member.complete_join(group.join_result_for(member))
+        if group.members:
+            group.pending_sync = set(group.members)
+            group.sync_timer = asyncio.get_running_loop().call_later(
+                group.rebalance_timeout_ms() / 1000, self._on_sync_timeout, group,
+                group.generation_id)
         log.info("group %s: generation %d with %d member(s), protocol %s, leader %s",
                  group.group_id, group.generation_id, len(group.members), group.protocol_name,
                  group.leader_id)
+
+    def _on_sync_timeout(self, group: Group, generation_id: int) -> None:
+        """Kafka's expirePendingSync: members that sent no SyncGroup within the rebalance
+        timeout are removed, and the group rebalances without them."""
+        group.sync_timer = None
+        if generation_id != group.generation_id or not group.is_(COMPLETING, STABLE):
+            return
+        missing = [mid for mid in group.pending_sync if mid in group.members]
+        group.pending_sync.clear()
+        if not missing:
+            return
+        for member_id in missing:
+            member = group.members[member_id]
+            member.complete_sync(SyncResult(errors.UNKNOWN_MEMBER_ID))
+            group.remove(member_id)
+        log.info("group %s: removed %s, who sent no SyncGroup in time", group.group_id,
+                 ", ".join(missing))
+        self._prepare_rebalance(group, f"members {missing} sent no SyncGroup in time")
+        self._try_complete_join(group)
 
     def _remove_member_and_update(self, group: Group, member: Member, reason: str) -> None:
         member.complete_join(join_error(errors.UNKNOWN_MEMBER_ID, member.member_id))
@@ -410,6 +443,11 @@ class GroupCoordinator(OffsetOperations):
                 or (protocol_name is not None and protocol_name != group.protocol_name)):
             return SyncResult(errors.INCONSISTENT_GROUP_PROTOCOL)
         member = group.members[member_id]
+        if group.is_(COMPLETING, STABLE):
+            group.pending_sync.discard(member_id)
+            if not group.pending_sync and group.sync_timer is not None:
+                group.sync_timer.cancel()
+                group.sync_timer = None
         if group.is_(PREPARING):
             return SyncResult(errors.REBALANCE_IN_PROGRESS)
         if group.is_(STABLE):

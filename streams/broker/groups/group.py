@@ -42,6 +42,10 @@ class Group:
         self.pending_members: dict[str, float] = {}
         # Rebalance bookkeeping, driven by the coordinator.
         self.join_timer: asyncio.TimerHandle | None = None
+        # Members that got this generation's JoinGroup answer but sent no SyncGroup yet, and
+        # the timer removing them after the rebalance timeout (Kafka's pending-sync expiry).
+        self.pending_sync: set[str] = set()
+        self.sync_timer: asyncio.TimerHandle | None = None
         self.initial_delay_remaining_ms: int | None = None  # set while the initial delay runs
         self.new_member_added = False
 
@@ -136,9 +140,14 @@ class Group:
     # -- transitions --------------------------------------------------------------------------
 
     def cancel_join_timer(self) -> None:
+        """Stop the rebalance's timers (join phase and pending-sync expiry)."""
         if self.join_timer is not None:
             self.join_timer.cancel()
             self.join_timer = None
+        if self.sync_timer is not None:
+            self.sync_timer.cancel()
+            self.sync_timer = None
+        self.pending_sync.clear()
 
     def transition_to(self, state: GroupState) -> None:
         if state is not self.state:
@@ -159,12 +168,25 @@ class Group:
         member = self.members.pop(member_id, None)
         if member is None:
             return None
+        self.pending_sync.discard(member_id)
         instance = member.group_instance_id
         if instance is not None and self.static_members.get(instance) == member_id:
             del self.static_members[instance]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         return member
+
+    def elect_joined_leader(self) -> bool:
+        """Keep the leader if it rejoined, else pick a member that did (Kafka's
+        maybeElectNewJoinedLeader); False when no member is awaiting a JoinGroup answer."""
+        leader = self.members.get(self.leader_id) if self.leader_id is not None else None
+        if leader is not None and leader.awaiting_join:
+            return True
+        joined = next((m for m in self.members.values() if m.awaiting_join), None)
+        if joined is None:
+            return False
+        self.leader_id = joined.member_id
+        return True
 
     def replace_static_member(self, member: Member, new_member_id: str) -> str:
         """Give a rejoining static member a fresh id; the old id is fenced from now on."""
@@ -173,6 +195,9 @@ class Group:
             (new_member_id if mid == old_id else mid): m for mid, m in self.members.items()
         }
         member.member_id = new_member_id
+        if old_id in self.pending_sync:
+            self.pending_sync.discard(old_id)
+            self.pending_sync.add(new_member_id)
         assert member.group_instance_id is not None
         self.static_members[member.group_instance_id] = new_member_id
         if self.leader_id == old_id:
