@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 # mode's import hook does not show). A regular (non-editable) install needs nothing special.
 EDITABLE := --config-settings editable_mode=compat -e
 
-.PHONY: demo test lint bench bench-deps bench-broker bench-streams bench-connect bench-spark clean
+.PHONY: demo test lint bench bench-deps bench-broker bench-streams bench-connect bench-spark bench-recovery clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -134,6 +134,9 @@ bench-connect: bench-deps
 
 bench-spark: $(VENV)/.installed
 	$(PY) benchmarks/spark_perf.py
+
+bench-recovery: bench-deps
+	$(PY) benchmarks/recovery_perf.py --frameworks ours,ks
 
 clean:
 	rm -rf $(VENV) .pytest_cache
