@@ -107,9 +107,12 @@ class RestApi:
         query["forward"] = "false"
         body = await request.read()
         url = leader_url.rstrip("/") + request.rel_url.path
+        headers = {"Content-Type": "application/json"}
+        headers.update({k: v for k, v in request.headers.items()
+                        if k.lower().startswith("x-connect-")})  # KIP-507 signatures
         async with ClientSession(timeout=ClientTimeout(total=90)) as session, session.request(
                 request.method, url, params=query, data=body or None,
-                headers={"Content-Type": "application/json"}) as response:
+                headers=headers) as response:
             payload = await response.read()
             return web.Response(body=payload, status=response.status,
                                 content_type=response.content_type or "application/json")
@@ -241,8 +244,13 @@ class RestApi:
             raise NotFound(f"Unknown task {request.match_info['name']}-{raw}") from None
 
     async def fence(self, request: web.Request) -> web.Response:
-        """Internal: a worker asks the leader for a zombie fencing round (KIP-618)."""
-        await self.herder.fence_zombies(request.match_info["name"])
+        """Internal: a worker asks the leader for a zombie fencing round (KIP-618), signed with
+        the session key under connect.protocol=sessioned (KIP-507)."""
+        herder = self.herder
+        verify = getattr(herder, "verify_internal", None)
+        if verify is not None:
+            verify(await request.read(), request.headers)
+        await herder.fence_zombies(request.match_info["name"])
         return web.Response(status=204)
 
     async def task_status(self, request: web.Request) -> web.Response:

@@ -29,10 +29,10 @@ from aiokafka.coordinator.protocol import (
 )
 
 from connect.rest.server import NotLeader
-from connect.runtime import assignment, clients
+from connect.runtime import assignment, clients, session_key
 from connect.runtime.config import WorkerConfig
 from connect.runtime.exactly_once import ZombieFencing, request_fencing
-from connect.runtime.herder import BadRequest, Herder
+from connect.runtime.herder import BadRequest, Herder, HerderError
 from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
 from connect.runtime.standalone import ConnectProcess
 from connect.runtime.status import State, Status, TargetState, TaskId
@@ -94,9 +94,12 @@ class EagerAssignor(AbstractPartitionAssignor):
                  len(tasks), len(order))
         return plan
 
+    #: Whether the group's protocol signs internal requests (KIP-507).
+    signs = False
+
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
         data = json.loads(assignment.user_data or b"{}")
-        self.herder.assignment_received(data)
+        self.herder.assignment_received(data, sessioned=self.signs)
 
 
 class CooperativeAssignor(EagerAssignor):
@@ -150,6 +153,7 @@ class SessionedAssignor(CooperativeAssignor):
     session key with which workers sign their internal requests to each other."""
 
     name = "sessioned"  # type: ignore[assignment]
+    signs = True
 
 
 PROTOCOLS: dict[str, tuple[type[EagerAssignor], ...]] = {
@@ -190,6 +194,8 @@ class DistributedHerder(Herder):
         self._reconciler: asyncio.Task | None = None
         self._status_sends: set[asyncio.Task] = set()
         self._rejoin_after_reconcile = False
+        self.sessioned = False  # the group's protocol is sessioned (KIP-507)
+        self.session_key: session_key.SessionKey | None = None
         self._scheduled: asyncio.TimerHandle | None = None
 
     # -- startup -------------------------------------------------------------------------------
@@ -262,10 +268,15 @@ class DistributedHerder(Herder):
                  for i in range(len(self.task_configs.get(n, [])))]
         return connectors, tasks
 
-    def assignment_received(self, data: dict[str, Any]) -> None:
+    def assignment_received(self, data: dict[str, Any], sessioned: bool = False) -> None:
         generation = group_generation(self.member) if self.member is not None else -1
         self._generation = generation
         self.leader_url = data.get("leader_url")
+        self.sessioned = sessioned
+        if sessioned and self.is_leader and self.session_key is None:
+            # KIP-507: the leader distributes the key through the config topic.
+            self._spawn(self.config_log.send(session_key.CONFIG_KEY,
+                                             session_key.SessionKey.generate().to_record()))
         self.my_connectors = set(data.get("connectors", []))
         self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
         self.worker.hold(max(generation, 0), self.my_connectors, self.my_tasks)
@@ -359,6 +370,9 @@ class DistributedHerder(Herder):
 
     def _apply_config(self, key: str, value: Any) -> None:
         self.fencing.apply(key, value)
+        if key == session_key.CONFIG_KEY:
+            self.session_key = session_key.SessionKey.from_record(value)
+            return
         if key.startswith("connector-"):
             name = key[len("connector-"):]
             if value is None:
@@ -441,7 +455,26 @@ class DistributedHerder(Herder):
         if self.is_leader:
             await self.fence_zombies(name)
         else:
-            await request_fencing(lambda: self.leader_url, name)
+            deadline = asyncio.get_running_loop().time() + 30
+            while self.sessioned and self.session_key is None \
+                    and asyncio.get_running_loop().time() < deadline:
+                await asyncio.sleep(0.1)  # the leader's key is on its way through the topic
+            await request_fencing(lambda: self.leader_url, name, headers=self._signature)
+
+    def _signature(self, body: bytes) -> dict[str, str]:
+        """Headers that sign an internal request (KIP-507; none unless sessioned)."""
+        if not self.sessioned or self.session_key is None:
+            return {}
+        return self.session_key.sign(body)
+
+    def verify_internal(self, body: bytes, headers: Any) -> None:
+        """Refuse an internal request whose signature is missing or wrong (sessioned only)."""
+        if not self.sessioned:
+            return
+        try:
+            session_key.verify(self.session_key, body, headers)
+        except session_key.SignatureError as exc:
+            raise HerderError(str(exc), exc.status) from None
 
     # -- restarts go through the config topic so the owning worker acts ------------------------
     async def _request_restart(self, name: str, connector: bool, tasks: list[TaskId]) -> None:

@@ -511,7 +511,8 @@ class ZombieFencing:
 
 
 async def request_fencing(leader_url: Callable[[], str | None], name: str,
-                          timeout: float = 60.0) -> None:
+                          timeout: float = 60.0,
+                          headers: Callable[[bytes], dict[str, str]] | None = None) -> None:
     """A worker's task needs a round: ask the leader (``PUT /connectors/{name}/fence``)."""
     from aiohttp import ClientSession, ClientTimeout
 
@@ -522,7 +523,8 @@ async def request_fencing(leader_url: Callable[[], str | None], name: str,
         if url:
             try:
                 async with ClientSession(timeout=ClientTimeout(total=30)) as session, \
-                        session.put(f"{url.rstrip('/')}/connectors/{name}/fence") as response:
+                        session.put(f"{url.rstrip('/')}/connectors/{name}/fence", data=b"",
+                                    headers=headers(b"") if headers else None) as response:
                     if response.status < 300:
                         return
                     last = f"HTTP {response.status}: {(await response.text())[:300]}"
