@@ -26,7 +26,8 @@ log = logging.getLogger(__name__)
 METADATA_FILE = "topics.json"
 OFFSETS_TOPIC = "__consumer_offsets"
 TRANSACTION_TOPIC = "__transaction_state"
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"  # KIP-932 share-partition state
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_TOPIC, SHARE_STATE_TOPIC})
 _NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
 

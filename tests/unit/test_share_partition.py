@@ -1,0 +1,200 @@
+"""KIP-932 share-partition state machine and its durable state in __share_group_state."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from pathlib import Path
+
+import pytest
+
+from streams.broker.config import BrokerConfig
+from streams.broker.groups.share_partition import (
+    INVALID_RECORD_STATE,
+    AckBatch,
+    AcknowledgeType,
+    InvalidShareConfig,
+    RecordState,
+    ShareConfig,
+    SharePartition,
+)
+from streams.broker.groups.share_state import ShareKey, ShareStateStore
+from streams.broker.topics import SHARE_STATE_TOPIC, TopicManager
+
+ACCEPT, RELEASE, REJECT, GAP = (
+    AcknowledgeType.ACCEPT, AcknowledgeType.RELEASE, AcknowledgeType.REJECT, AcknowledgeType.GAP
+)
+LOCK = 15_000
+
+
+def _part(start: int = 0, limit: int = 3, locks: int = 100) -> SharePartition:
+    return SharePartition(start, ShareConfig(LOCK, limit, locks))
+
+
+def _ack(first: int, last: int, *types: AcknowledgeType) -> AckBatch:
+    return AckBatch(first, last, tuple(types))
+
+
+def test_members_get_disjoint_records_and_accept_moves_start() -> None:
+    part = _part()
+    a = part.acquire("a", log_end_offset=10, now_ms=0, max_records=4)
+    b = part.acquire("b", log_end_offset=10, now_ms=0, max_records=4)
+    assert [r.offset for r in a] == [0, 1, 2, 3]
+    assert [r.offset for r in b] == [4, 5, 6, 7]
+    assert all(r.delivery_count == 1 for r in a + b)
+    assert part.in_flight() == 8
+    # b finishes first: the start offset waits for a's records.
+    assert part.acknowledge("b", [_ack(4, 7, ACCEPT)]) == 0
+    assert part.start_offset == 0
+    assert part.acknowledge("a", [_ack(0, 3, ACCEPT)]) == 0
+    assert part.start_offset == 8 and part.records == {}
+    assert part.lag(10) == 2
+
+
+def test_acks_of_records_not_held_are_invalid_record_state_and_change_nothing() -> None:
+    part = _part()
+    part.acquire("a", 10, 0, 2)  # 0, 1
+    part.acquire("b", 10, 0, 2)  # 2, 3
+    before = {o: (r.state, r.member_id) for o, r in part.records.items()}
+    assert part.acknowledge("a", [_ack(0, 2, ACCEPT)]) == INVALID_RECORD_STATE  # 2 is b's
+    assert part.acknowledge("a", [_ack(8, 8, ACCEPT)]) == INVALID_RECORD_STATE  # never fetched
+    assert part.acknowledge("a", [_ack(1, 0, ACCEPT)]) == INVALID_RECORD_STATE  # empty range
+    assert part.acknowledge("a", [_ack(0, 1, ACCEPT, ACCEPT, ACCEPT)]) == INVALID_RECORD_STATE
+    assert {o: (r.state, r.member_id) for o, r in part.records.items()} == before
+    assert part.acknowledge("a", [_ack(0, 1, ACCEPT)]) == 0
+    assert part.acknowledge("a", [_ack(0, 0, ACCEPT)]) == INVALID_RECORD_STATE  # twice
+    assert INVALID_RECORD_STATE == 121
+
+
+def test_per_offset_types_release_reject_and_gaps() -> None:
+    part = _part()
+    part.acquire("a", 4, 0, 10)
+    assert part.acknowledge("a", [_ack(0, 3, ACCEPT, RELEASE, REJECT, GAP)]) == 0
+    assert part.records[1].state is RecordState.AVAILABLE
+    assert part.records[2].state is RecordState.ARCHIVED
+    assert part.records[3].state is RecordState.ACQUIRED  # a gap acknowledges nothing
+    again = part.acquire("b", 4, 0, 10)
+    assert [(r.offset, r.delivery_count) for r in again] == [(1, 2)]
+    assert part.start_offset == 1
+
+
+def test_lock_expiry_redelivers_with_count_and_archives_at_limit() -> None:
+    part = _part(limit=2)
+    part.acquire("a", 1, now_ms=0, max_records=1)
+    assert part.next_lock_deadline() == LOCK
+    assert part.acquire("b", 1, now_ms=LOCK - 1, max_records=1) == []  # still locked
+    second = part.acquire("b", 1, now_ms=LOCK, max_records=1)
+    assert [(r.offset, r.delivery_count) for r in second] == [(0, 2)]
+    # a's late acknowledgement is refused: the lock moved to b.
+    assert part.acknowledge("a", [_ack(0, 0, ACCEPT)]) == INVALID_RECORD_STATE
+    assert part.expire_locks(2 * LOCK) == 1  # the second delivery was the last
+    assert part.start_offset == 1 and part.acquire("c", 1, 2 * LOCK, 1) == []
+
+
+def test_member_leaving_releases_its_records() -> None:
+    part = _part()
+    part.acquire("a", 3, 0, 3)
+    assert part.release_member("a") == 3
+    assert [r.delivery_count for r in part.acquire("b", 3, 1, 3)] == [2, 2, 2]
+
+
+def test_max_record_locks_caps_the_in_flight_span() -> None:
+    part = _part(locks=100)
+    got = part.acquire("a", 1000, 0, 500)
+    assert len(got) == 100 and part.end_offset == 100
+    assert part.acquire("b", 1000, 0, 500) == []
+    part.acknowledge("a", [_ack(0, 9, ACCEPT)])
+    assert [r.offset for r in part.acquire("b", 1000, 0, 500)] == list(range(100, 110))
+
+
+def test_undeliverable_offsets_are_archived_not_delivered() -> None:
+    part = _part()
+    got = part.acquire("a", 6, 0, 10, undeliverable={1, 2, 5})
+    assert [r.offset for r in got] == [0, 3, 4]
+    part.acknowledge("a", [_ack(0, 0, ACCEPT)])
+    assert part.start_offset == 3
+
+
+def test_config_bounds_name_the_key() -> None:
+    ShareConfig().validate()
+    with pytest.raises(InvalidShareConfig, match="share.delivery.count.limit must be less"):
+        ShareConfig(delivery_count_limit=11).validate()
+    with pytest.raises(InvalidShareConfig, match="share.record.lock.duration.ms must be greater"):
+        ShareConfig(record_lock_duration_ms=1000).validate()
+    with pytest.raises(InvalidShareConfig, match="share.partition.max.record.locks"):
+        ShareConfig(max_record_locks=5000).validate()
+
+
+def test_random_members_deliver_every_record_once_accepted() -> None:
+    """Several members, random acks, releases, crashes (lock expiry): every offset ends
+    accepted exactly once or archived after the delivery limit, never lost."""
+    rng = random.Random(7)
+    part = _part(limit=4, locks=100)
+    end, now = 500, 0
+    accepted: list[int] = []
+    archived: set[int] = set()
+    held: dict[str, list[int]] = {m: [] for m in "abcd"}
+    while part.start_offset < end:
+        now += rng.randint(0, 4000)
+        member = rng.choice("abcd")
+        if not held[member]:
+            held[member] = [r.offset for r in part.acquire(member, end, now, rng.randint(1, 20))]
+            continue
+        fate = rng.random()
+        if fate < 0.1:
+            held[member] = []  # crashed: its locks expire later
+            continue
+        batches, types = [], []
+        for offset in held[member]:
+            kind = ACCEPT if fate < 0.8 else rng.choice((RELEASE, REJECT))
+            batches.append(_ack(offset, offset, kind))
+            types.append((offset, kind))
+        code = part.acknowledge(member, batches)
+        if code == 0:
+            accepted += [o for o, k in types if k is ACCEPT]
+            archived |= {o for o, k in types if k is REJECT}
+        held[member] = []
+    assert len(accepted) == len(set(accepted)) and archived.isdisjoint(accepted)
+    assert part.records == {}
+    assert len(accepted) > 300
+
+
+def test_state_survives_restart(tmp_path: Path) -> None:
+    key = ShareKey("g", "t", 0)
+    config = ShareConfig(LOCK, 3, 100)
+
+    async def write() -> SharePartition:
+        topics = TopicManager(BrokerConfig.from_mapping({"data_dir": tmp_path}))
+        topics.load()
+        store = ShareStateStore(topics, 3)
+        part = SharePartition(0, config)
+        part.acquire("a", 10, 0, 6)
+        part.acknowledge("a", [_ack(0, 1, ACCEPT), _ack(3, 3, REJECT), _ack(4, 4, ACCEPT)])
+        await store.save(key, part)
+        other = SharePartition(5, config)
+        await store.save(ShareKey("h", "t", 0), other)
+        await store.delete([ShareKey("h", "t", 0)])
+        assert topics.get(SHARE_STATE_TOPIC).configs == {"cleanup.policy": "compact"}
+        topics.close()
+        return part
+
+    asyncio.run(write())
+    topics = TopicManager(BrokerConfig.from_mapping({"data_dir": tmp_path}))
+    topics.load()
+    store = ShareStateStore(topics, 3)
+    store.load()
+    assert store.keys_of("h") == []
+    part = store.restore(key, config)
+    assert part is not None
+    assert part.start_offset == 2
+    # 2 and 5 were held by "a" when the broker stopped: nobody holds them now.
+    states = {o: (r.state, r.delivery_count) for o, r in part.records.items()}
+    assert states == {
+        2: (RecordState.AVAILABLE, 1), 3: (RecordState.ARCHIVED, 1),
+        4: (RecordState.ACKNOWLEDGED, 1), 5: (RecordState.AVAILABLE, 1),
+    }
+    again = part.acquire("b", 10, 0, 10)
+    assert [(r.offset, r.delivery_count) for r in again] == [
+        (2, 2), (5, 2), (6, 1), (7, 1), (8, 1), (9, 1)
+    ]
+    topics.close()
