@@ -73,9 +73,14 @@ class StreamsBuilder:
         self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
         from .versioned import table_source_supplier  # KIP-914: a versioned source table
 
+        table: KTable | None = None
+
+        def queryable() -> bool:  # Kafka's queryableName: named, or materialized since
+            return table is not None and (table.offers_old_values or table.send_old_values)
+
         self.topology.add_processor(
             table_source, table_source_supplier(store_name, mat.versioned)
-            or (lambda: TableSourceProcessor(store_name)), source)
+            or (lambda: TableSourceProcessor(store_name, queryable)), source)
         self.topology.add_state_store(
             self.store_builder(store_name, mat, key_serde, value_serde, versioned_ok=True),
             table_source)

@@ -221,8 +221,14 @@ class KStream:
         topology = self.builder.topology
         from .versioned import table_source_supplier  # KIP-914: a versioned table
 
+        table: KTable | None = None
+
+        def queryable() -> bool:  # Kafka's queryableName: named, or materialized since
+            return table is not None and (table.offers_old_values or table.send_old_values)
+
         topology.add_processor(name, table_source_supplier(store_name, mat.versioned)
-                               or (lambda: TableSourceProcessor(store_name)), stream.node)
+                               or (lambda: TableSourceProcessor(store_name, queryable)),
+                               stream.node)
         topology.add_state_store(
             self.builder.store_builder(store_name, mat, key_serde, value_serde,
                                        versioned_ok=True), name)

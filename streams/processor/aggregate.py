@@ -71,14 +71,23 @@ class TableSourceProcessor(Processor[Any, Any]):
     Without a store (not materialized) the old value is unknown and forwarded as None.
     """
 
-    def __init__(self, store_name: str | None) -> None:
+    def __init__(self, store_name: str | None,
+                 queryable: Callable[[], bool] | None = None) -> None:
         self.store_name = store_name
         self.store: Any = None
+        self.queryable = queryable
 
     def init(self, context: Any) -> None:
         super().init(context)
         if self.store_name is not None:
             self.store = context.get_state_store(self.store_name)
+        # Kafka writes a queryable source table (named, or read by a join) through its caching
+        # store when the record cache is on, and that store forwards nothing for a delete of a
+        # key it never held; an unqueryable one forwards every change itself
+        task = getattr(context, "task", None)
+        cache = getattr(getattr(task, "config", None), "cache", None)
+        self.skip_absent_deletes = (cache is not None and cache.max_bytes > 0
+                                    and self.queryable is not None and self.queryable())
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
@@ -87,6 +96,8 @@ class TableSourceProcessor(Processor[Any, Any]):
         old = None
         if self.store is not None:
             old = self.store.get(record.key)
+            if old is None and record.value is None and self.skip_absent_deletes:
+                return
             self.store.put(record.key, record.value, record.timestamp)
         self.context.forward(record.with_value(Change(record.value, old)))
 

@@ -506,6 +506,19 @@ def composed() -> list[Case]:
                   "input": table_input() + [dict(r, ts=r["ts"] + 1)
                                             for r in table_input("tin2")]})
     cases += old_values()
+    # with the record cache, a queryable source table (named, or read by a join) forwards
+    # nothing for a delete of a key it never held; an unnamed one forwards it
+    for cache in (0, 10 * 1024 * 1024):
+        ops = [op("n", "table", topic="tin", store="named"), op("u", "table", topic="tin2"),
+               op("ns", "to_stream", "n"), *sink("ns"), op("us", "to_stream", "u"),
+               *sink("us", "out2"), op("s", "stream", topic="in"),
+               op("t", "to_table", "s"), op("j", "left_join", "s", other="t", fn="concat"),
+               *sink("j", "out3"), op("ts", "to_stream", "t"), *sink("ts", "out4")]
+        deletes = [rec(topic, k, v, ts) for topic in ("tin", "tin2", "in")
+                   for k, v, ts in (("a", None, 1), ("b", "x", 2), ("b", None, 3),
+                                    ("b", None, 4))]
+        cases.append({"name": f"source-table-absent-delete-cache-{cache}", "ops": ops,
+                      "cache_bytes": cache, "input": deletes})
     # with the record cache, a windowed reduce of a null value (a tombstone per window without
     # the cache) forwards nothing: a caching store skips a delete of what it never held
     for cache in (0, 10 * 1024 * 1024):
