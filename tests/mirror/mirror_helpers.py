@@ -183,6 +183,8 @@ def read_all(bootstrap: str, topic: str, timeout: float = 20,
             if not tps:
                 return []
             consumer.assign(tps)
+            # Metadata of the assigned topic before seeking (a topic created a moment ago).
+            await consumer._client.force_metadata_update()  # noqa: SLF001 - test helper
             await consumer.seek_to_beginning(*tps)
             ends = await consumer.end_offsets(tps)
             out: list[Any] = []
