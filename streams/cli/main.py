@@ -47,6 +47,9 @@ def build_parser() -> argparse.ArgumentParser:
     from . import mirror_cmd  # noqa: I001
 
     mirror_cmd.add_parser(sub)
+    from . import console_cmd  # noqa: I001
+
+    console_cmd.add_parser(sub)
     return parser
 
 

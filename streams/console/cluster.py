@@ -1,0 +1,265 @@
+"""What the console reads from and writes to the cluster, as any Kafka client would.
+
+One admin client and one consumer (ListOffsets only, never joins a group) live as long as the
+console; every page asks in batches: one DescribeTopics for all topics, one ListOffsets per
+leader, one ListGroups and one DescribeGroups per broker (the broker that lists a group is its
+coordinator), so 1,000 topics or groups cost a handful of requests, not one each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+
+from ..cli.client import (
+    REQUEST_TIMEOUT_MS,
+    CliError,
+    connection_kwargs,
+    error_message,
+    start_client,
+)
+from ..kafka import admin as kadmin
+
+SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
+LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API view)
+
+
+class ConsoleError(Exception):
+    """A failure shown to the user as one line (the broker's own message when it gave one)."""
+
+
+def is_secret(name: str) -> bool:
+    """Config names whose values the console never renders (sasl.jaas.config, ssl.*password)."""
+    return any(marker in name.lower() for marker in SECRET_MARKERS)
+
+
+@dataclass
+class Cluster:
+    """The console's clients; started once, shared by every request."""
+
+    args: argparse.Namespace
+    admin: AIOKafkaAdminClient | None = None
+    consumer: AIOKafkaConsumer | None = None
+    lag_history: dict[str, deque[tuple[float, int]]] = field(default_factory=dict)
+
+    async def start(self) -> None:
+        self.admin = AIOKafkaAdminClient(**connection_kwargs(self.args, "admin"),
+                                         request_timeout_ms=REQUEST_TIMEOUT_MS)
+        self.consumer = AIOKafkaConsumer(**connection_kwargs(self.args, "consumer"),
+                                         enable_auto_commit=False,
+                                         request_timeout_ms=REQUEST_TIMEOUT_MS)
+        try:
+            await start_client(self.admin, self.args.bootstrap_servers)
+            await start_client(self.consumer, self.args.bootstrap_servers)
+        except CliError as exc:
+            await self.stop()
+            raise ConsoleError(str(exc)) from None
+
+    async def stop(self) -> None:
+        if self.admin is not None:
+            await self.admin.close()
+        if self.consumer is not None:
+            await self.consumer.stop()
+
+    # --- topics ---------------------------------------------------------------------------
+
+    async def topics(self) -> list[dict[str, Any]]:
+        """Every topic with its partition count and message count (end - start offsets)."""
+        assert self.admin is not None
+        names = sorted(await self.admin.list_topics())
+        if not names:
+            return []
+        described = await self.admin.describe_topics(names)
+        tps = [TopicPartition(t["topic"], p["partition"])
+               for t in described if not t["error_code"] for p in t["partitions"]]
+        starts, ends = await self._offsets(tps)
+        rows = []
+        for t in sorted(described, key=lambda t: t["topic"]):
+            parts = [TopicPartition(t["topic"], p["partition"]) for p in t["partitions"]]
+            rows.append({
+                "name": t["topic"], "internal": bool(t.get("is_internal")),
+                "partitions": len(parts),
+                "replication": len(t["partitions"][0]["replicas"]) if t["partitions"] else 0,
+                "messages": sum(ends.get(tp, 0) - starts.get(tp, 0) for tp in parts),
+                "error": error_message(t["error_code"]) if t["error_code"] else None,
+            })
+        return rows
+
+    async def _offsets(self, tps: list[TopicPartition]
+                       ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        assert self.consumer is not None
+        if not tps:
+            return {}, {}
+        return (await self.consumer.beginning_offsets(tps), await self.consumer.end_offsets(tps))
+
+    async def topic(self, name: str) -> dict[str, Any]:
+        """Partitions (leader, replicas, ISR, offsets) and every config with its source."""
+        assert self.admin is not None
+        if name not in await self.admin.list_topics():  # Metadata for it could auto-create it
+            raise ConsoleError(f"topic {name!r} does not exist")
+        (described,) = await self.admin.describe_topics([name])
+        if described["error_code"]:
+            raise ConsoleError(f"cannot describe topic {name!r}: "
+                               f"{error_message(described['error_code'])}")
+        partitions = sorted(described["partitions"], key=lambda p: p["partition"])
+        tps = [TopicPartition(name, p["partition"]) for p in partitions]
+        starts, ends = await self._offsets(tps)
+        return {
+            "name": name,
+            "partitions": [{"partition": p["partition"], "leader": p["leader"],
+                            "replicas": p["replicas"], "isr": p["isr"],
+                            "start": starts[tp], "end": ends[tp]}
+                           for p, tp in zip(partitions, tps, strict=True)],
+            "configs": await self.topic_configs(name),
+        }
+
+    async def topic_configs(self, name: str) -> list[dict[str, Any]]:
+        assert self.admin is not None
+        responses = await self.admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name)])
+        configs = []
+        for response in responses:
+            for resource in response.to_object()["resources"]:
+                if resource["error_code"]:
+                    raise ConsoleError(error_message(resource["error_code"],
+                                                     resource["error_message"]))
+                for entry in resource["config_entries"]:
+                    key = entry["config_names"]
+                    secret = is_secret(key) or entry.get("is_sensitive")
+                    source = entry.get("config_source")
+                    configs.append({
+                        "name": key,
+                        "value": None if secret else entry["config_value"],
+                        "sensitive": bool(secret),
+                        "override": source == 1 if source is not None
+                        else not entry.get("is_default", True),
+                    })
+        return sorted(configs, key=lambda c: c["name"])
+
+    async def create_topic(self, name: str, partitions: int, replication: int,
+                           configs: dict[str, str]) -> None:
+        assert self.admin is not None
+        response = await self.admin.create_topics(
+            [NewTopic(name, partitions, replication, topic_configs=configs)])
+        for topic, code, *rest in response.topic_errors:
+            if code:
+                raise ConsoleError(f"cannot create topic {topic!r}: "
+                                   f"{error_message(code, rest[0] if rest else None)}")
+
+    async def delete_topic(self, name: str) -> None:
+        assert self.admin is not None
+        response = await self.admin.delete_topics([name])
+        for topic, code, *rest in response.topic_error_codes:
+            if code:
+                raise ConsoleError(f"cannot delete topic {topic!r}: "
+                                   f"{error_message(code, rest[0] if rest else None)}")
+
+    async def alter_topic_config(self, name: str, key: str, value: str | None) -> None:
+        """Set (or with None, remove) one override, keeping the others: aiokafka speaks only
+        the legacy AlterConfigs, which replaces every override of the topic."""
+        assert self.admin is not None
+        current = {c["name"]: c["value"] for c in await self.topic_configs(name)
+                   if c["override"] and not c["sensitive"]}
+        if value is None:
+            current.pop(key, None)
+        else:
+            current[key] = value
+        responses = await self.admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, name, configs=current)])
+        for response in responses:
+            for resource in response.to_object()["resources"]:
+                if resource["error_code"]:
+                    raise ConsoleError(f"cannot alter topic {name!r}: " + error_message(
+                        resource["error_code"], resource["error_message"]))
+
+    # --- groups ---------------------------------------------------------------------------
+
+    async def _groups_by_coordinator(self) -> dict[int, list[tuple[str, str]]]:
+        assert self.admin is not None
+        cluster = await self.admin.describe_cluster()
+        return {b["node_id"]: sorted(await self.admin.list_consumer_groups(
+            broker_ids=[b["node_id"]])) for b in cluster["brokers"]}
+
+    async def groups(self) -> list[dict[str, Any]]:
+        """Every group with its state and member count: one DescribeGroups per broker."""
+        assert self.admin is not None
+        rows = []
+        for node, listed in (await self._groups_by_coordinator()).items():
+            if not listed:
+                continue
+            responses = await self.admin.describe_consumer_groups(
+                [g for g, *_ in listed], group_coordinator_id=node)
+            for response in responses:
+                for g in response.to_object()["groups"]:
+                    rows.append({"group": g["group"], "state": g["state"],
+                                 "protocol_type": g["protocol_type"],
+                                 "members": len(g["members"]), "coordinator": node,
+                                 "error": error_message(g["error_code"])
+                                 if g["error_code"] else None})
+        return sorted(rows, key=lambda r: r["group"])
+
+    async def group(self, group_id: str) -> dict[str, Any]:
+        """State, members with their assignments, committed offsets, lag per partition."""
+        assert self.admin is not None
+        responses = await self.admin.describe_consumer_groups([group_id])
+        descriptions = [g for r in responses for g in r.to_object()["groups"]]
+        if not descriptions:
+            raise ConsoleError(f"the broker returned no description for group {group_id!r}")
+        d = descriptions[0]
+        if d["error_code"]:
+            raise ConsoleError(f"cannot describe group {group_id!r}: "
+                               f"{error_message(d['error_code'])}")
+        members = []
+        for m in d["members"]:
+            assigned: list[TopicPartition] = []
+            raw = m.get("member_assignment")
+            if raw and d.get("protocol_type") == "consumer":
+                assigned = sorted(ConsumerProtocolMemberAssignment.decode(raw).partitions())
+            members.append({"member_id": m["member_id"], "client_id": m["client_id"],
+                            "host": m["client_host"],
+                            "assignment": [f"{tp.topic}-{tp.partition}" for tp in assigned],
+                            "_tps": assigned})
+        committed = {tp: meta.offset for tp, meta in
+                     (await self.admin.list_consumer_group_offsets(group_id)).items()
+                     if meta.offset >= 0}
+        if d["state"] == "Dead" and not committed:
+            raise ConsoleError(f"consumer group {group_id!r} does not exist")
+        existing = set(await self.admin.list_topics())
+        owner = {tp: m for m in members for tp in m["_tps"]}
+        tps = sorted(set(committed) | set(owner))
+        live = [tp for tp in tps if tp.topic in existing]
+        _starts, ends = await self._offsets(live)
+        partitions = []
+        total = 0
+        for tp in tps:
+            current, end = committed.get(tp), ends.get(tp)
+            lag = end - current if current is not None and end is not None else None
+            if lag is not None and lag < 0:
+                lag = None
+            total += lag or 0
+            m = owner.get(tp)
+            partitions.append({"topic": tp.topic, "partition": tp.partition, "committed": current,
+                               "end": end, "lag": lag,
+                               "member": m["member_id"] if m else None})
+        for m in members:
+            del m["_tps"]
+        history = self.lag_history.setdefault(group_id, deque(maxlen=LAG_HISTORY))
+        history.append((time.time(), total))
+        return {"group": group_id, "state": d["state"], "protocol": d.get("protocol"),
+                "protocol_type": d.get("protocol_type"), "members": members,
+                "partitions": partitions, "lag": total,
+                "lag_history": [{"time": t, "lag": lag} for t, lag in history]}
+
+    async def delete_group(self, group_id: str) -> None:
+        assert self.admin is not None
+        code = await kadmin.delete_group(self.admin, group_id)
+        if code:
+            raise ConsoleError(f"cannot delete group {group_id!r}: {error_message(code)}")

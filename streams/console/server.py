@@ -1,0 +1,366 @@
+"""The console's web server: pages, /api JSON, and the guards around every write.
+
+Safety (issue [21]): binds 127.0.0.1 unless told otherwise; ``--read-only`` refuses every POST;
+each write is a POST carrying the console's CSRF token (a random value rendered into its own
+forms, so another site cannot forge one) and, for destructive ones, a confirmation step; an
+optional users file turns on HTTP basic auth.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+from . import html as h
+from .cluster import Cluster, ConsoleError
+from .connect_rest import ConnectRest
+
+STATIC = Path(__file__).with_name("static")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+CLUSTER: web.AppKey[Cluster] = web.AppKey("cluster", Cluster)
+SETTINGS: web.AppKey[dict[str, Any]] = web.AppKey("settings", dict)
+
+
+def read_users(path: str) -> dict[str, str]:
+    """``user:sha256-hex-of-password`` lines (# comments allowed): no plain passwords on disk."""
+    users: dict[str, str] = {}
+    for number, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        user, sep, digest = line.partition(":")
+        if not sep or len(digest) != 64:
+            raise ValueError(f"{path}:{number}: expected user:SHA256-HEX-OF-PASSWORD")
+        users[user] = digest.lower()
+    return users
+
+
+def _authorized(request: web.Request, users: dict[str, str]) -> bool:
+    header = request.headers.get("Authorization", "")
+    if not header.startswith("Basic "):
+        return False
+    try:
+        user, _, password = base64.b64decode(header[6:]).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return False
+    digest = hashlib.sha256(password.encode()).hexdigest()
+    return user in users and hmac.compare_digest(users[user], digest)
+
+
+@web.middleware
+async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    settings = request.app[SETTINGS]
+    users = settings["users"]
+    if users and not _authorized(request, users):
+        return web.Response(status=401, text="authentication required",
+                            headers={"WWW-Authenticate": 'Basic realm="streams console"'})
+    if request.method == "POST":
+        if settings["read_only"]:
+            return _refused(request, 403, "refused: this console runs with --read-only")
+        form = await request.post()
+        token = str(form.get("csrf", "")) or request.headers.get("X-CSRF-Token", "")
+        if not hmac.compare_digest(token, settings["csrf"]):
+            return _refused(request, 403, "refused: missing or wrong CSRF token "
+                                          "(reload the page and try again)")
+    try:
+        return await handler(request)
+    except ConsoleError as exc:
+        return _refused(request, 400 if request.method == "POST" else 502, str(exc))
+
+
+def _refused(request: web.Request, status: int, text: str) -> web.Response:
+    if request.path.startswith("/api/"):
+        return web.json_response({"error": text}, status=status)
+    body = h.message("Error", text, False, request.app[SETTINGS]["read_only"],
+                     request.headers.get("Referer") or "/")
+    return web.Response(status=status, text=body, content_type="text/html")
+
+
+def _html(request: web.Request, title: str, body: str, refresh: int = 0) -> web.Response:
+    return web.Response(text=h.page(title, body, request.app[SETTINGS]["read_only"], refresh),
+                        content_type="text/html")
+
+
+def _json(data: Any) -> web.Response:
+    return web.json_response(data, dumps=lambda v: json.dumps(v, default=str))
+
+
+async def _confirm_or(request: web.Request, what: str,
+                      act: Callable[[], Awaitable[None]], done: str, back: str) -> web.Response:
+    """First POST shows what will happen; the confirmed POST does it."""
+    form = dict(await request.post())
+    settings = request.app[SETTINGS]
+    if form.get("confirmed") != "yes":
+        return web.Response(text=h.confirm_page(what, request.path, settings["csrf"],
+                                                {k: str(v) for k, v in form.items()},
+                                                settings["read_only"]),
+                            content_type="text/html")
+    await act()
+    return web.Response(text=h.message("Done", done, True, settings["read_only"], back),
+                        content_type="text/html")
+
+
+# --- topics -----------------------------------------------------------------------------------
+
+async def topics_page(request: web.Request) -> web.Response:
+    rows = await request.app[CLUSTER].topics()
+    if request.path.startswith("/api/"):
+        return _json(rows)
+    token = request.app[SETTINGS]["csrf"]
+    create = h.post_form("/topics", token, "Create topic", (
+        '<input name="name" placeholder="name" required> '
+        '<input name="partitions" type="number" min="1" value="1"> partitions '
+        '<input name="replication" type="number" min="1" value="1"> replicas '
+        '<input name="configs" placeholder="key=value, key=value"> '))
+    table = h.table(["Topic", "Partitions", "Replication", "Messages", "Error"],
+                    [[h.Raw(h.link("/topics/", r["name"])), r["partitions"], r["replication"],
+                      r["messages"], r["error"] or ""] for r in rows], "topics")
+    return _html(request, "Topics", f"<p>{len(rows)} topics</p>{create}{table}")
+
+
+async def topic_page(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    topic = await request.app[CLUSTER].topic(name)
+    if request.path.startswith("/api/"):
+        return _json(topic)
+    token = request.app[SETTINGS]["csrf"]
+    base = "/topics/" + h.quote(name, safe="")
+    parts = h.table(["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset"],
+                    [[p["partition"], p["leader"], ",".join(map(str, p["replicas"])),
+                      ",".join(map(str, p["isr"])), p["start"], p["end"]]
+                     for p in topic["partitions"]], "partitions")
+    configs = h.table(["Config", "Value", "Set on topic"],
+                      [[c["name"], "(hidden)" if c["sensitive"] else c["value"],
+                        "yes" if c["override"] else ""] for c in topic["configs"]], "configs")
+    edit = h.post_form(base + "/config", token, "Set config", (
+        '<input name="key" placeholder="retention.ms" required> '
+        '<input name="value" placeholder="value (empty: back to default)"> '))
+    delete = h.post_form(base + "/delete", token, "Delete topic")
+    return _html(request, f"Topic {name}",
+                 f"<h2>Partitions</h2>{parts}<h2>Configs</h2>{edit}{configs}"
+                 f"<h2>Danger</h2>{delete}", refresh=10)
+
+
+def _parse_configs(text: str) -> dict[str, str]:
+    configs = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConsoleError(f"expected key=value, got {item!r}")
+        configs[key.strip()] = value.strip()
+    return configs
+
+
+def _int_field(form: Any, key: str, default: int) -> int:
+    raw = str(form.get(key) or default)
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConsoleError(f"{key}: expected a whole number, got {raw!r}") from None
+    if value < 1:
+        raise ConsoleError(f"{key}: must be at least 1, got {value}")
+    return value
+
+
+async def create_topic(request: web.Request) -> web.Response:
+    form = await request.post()
+    name = str(form.get("name", "")).strip()
+    if not name:
+        raise ConsoleError("a topic needs a name")
+    partitions = _int_field(form, "partitions", 1)
+    replication = _int_field(form, "replication", 1)
+    configs = _parse_configs(str(form.get("configs", "")))
+    await request.app[CLUSTER].create_topic(name, partitions, replication, configs)
+    raise web.HTTPSeeOther("/topics/" + h.quote(name, safe=""))
+
+
+async def delete_topic(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    return await _confirm_or(request, f"Delete topic {name} and all its data",
+                             lambda: request.app[CLUSTER].delete_topic(name),
+                             f"Deleted topic {name}.", "/topics")
+
+
+async def alter_topic(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    form = await request.post()
+    key = str(form.get("key", "")).strip()
+    value = str(form.get("value", "")).strip()
+    if not key:
+        raise ConsoleError("give the config's name")
+    what = f"Set {key}={value} on topic {name}" if value else \
+        f"Return {key} to its default on topic {name}"
+    return await _confirm_or(
+        request, what,
+        lambda: request.app[CLUSTER].alter_topic_config(name, key, value or None),
+        what.replace("Set", "Set", 1) + ": done.", "/topics/" + h.quote(name, safe=""))
+
+
+# --- groups -----------------------------------------------------------------------------------
+
+async def groups_page(request: web.Request) -> web.Response:
+    rows = await request.app[CLUSTER].groups()
+    if request.path.startswith("/api/"):
+        return _json(rows)
+    table = h.table(["Group", "State", "Members", "Type", "Coordinator", "Error"],
+                    [[h.Raw(h.link("/groups/", r["group"])), r["state"], r["members"],
+                      r["protocol_type"], r["coordinator"], r["error"] or ""] for r in rows],
+                    "groups")
+    return _html(request, "Consumer groups", f"<p>{len(rows)} groups</p>{table}", refresh=10)
+
+
+async def group_page(request: web.Request) -> web.Response:
+    group_id = request.match_info["group"]
+    g = await request.app[CLUSTER].group(group_id)
+    if request.path.startswith("/api/"):
+        return _json(g)
+    members = h.table(["Member", "Client", "Host", "Assignment"],
+                      [[m["member_id"], m["client_id"], m["host"], " ".join(m["assignment"])]
+                       for m in g["members"]], "members")
+    parts = h.table(["Topic", "Partition", "Committed", "End", "Lag", "Member"],
+                    [[p["topic"], p["partition"], "-" if p["committed"] is None
+                      else p["committed"], "-" if p["end"] is None else p["end"],
+                      "-" if p["lag"] is None else p["lag"], p["member"] or "-"]
+                     for p in g["partitions"]], "offsets")
+    summary = (f'<p>State <strong id="state">{h.esc(g["state"])}</strong>, '
+               f'{len(g["members"])} member(s), assignor {h.esc(g["protocol"] or "-")}, '
+               f'total lag <strong id="total-lag">{g["lag"]}</strong></p>')
+    return _html(request, f"Group {group_id}",
+                 summary + h.lag_chart(g["lag_history"]) + "<h2>Members</h2>" + members
+                 + "<h2>Offsets</h2>" + parts, refresh=5)
+
+
+# --- connectors -------------------------------------------------------------------------------
+
+def _connect(request: web.Request) -> ConnectRest:
+    rest = request.app[SETTINGS]["connect"]
+    if rest is None:
+        raise ConsoleError("no Connect cluster given: start the console with --connect-url URL")
+    return rest
+
+
+async def connectors_page(request: web.Request) -> web.Response:
+    rows = await _connect(request).connectors()
+    if request.path.startswith("/api/"):
+        return _json(rows)
+    table = h.table(["Connector", "Type", "Class", "State", "Worker", "Tasks", "Failed tasks"],
+                    [[h.Raw(h.link("/connectors/", r["name"])), r["type"], r["class"],
+                      r["state"], r["worker"], r["tasks"], r["failed_tasks"]] for r in rows],
+                    "connectors")
+    return _html(request, "Connectors", f"<p>{len(rows)} connectors</p>{table}", refresh=5)
+
+
+async def connector_page(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    c = await _connect(request).connector(name)
+    if request.path.startswith("/api/"):
+        return _json(c)
+    token = request.app[SETTINGS]["csrf"]
+    base = "/connectors/" + h.quote(name, safe="")
+    status = c["status"] or {}
+    conn = status.get("connector", {})
+    tasks = h.table(["Task", "State", "Worker", "Trace"],
+                    [[t.get("id"), t.get("state"), t.get("worker_id"),
+                      h.Raw(f"<pre>{h.esc(t['trace'])}</pre>") if t.get("trace") else ""]
+                     for t in status.get("tasks", [])], "tasks")
+    actions = " ".join(h.post_form(f"{base}/{a}", token, a.capitalize())
+                       for a in ("restart", "pause", "resume", "stop", "delete"))
+    edit = h.post_form(base + "/config", token, "Validate and save", (
+        f'<br><textarea name="config" rows="8" cols="80">'
+        f'{h.esc(json.dumps({k: v for k, v in c["config"].items() if v != "********"}, indent=2))}'
+        f'</textarea><br>'))
+    body = (f'<p>State <strong id="state">{h.esc(conn.get("state"))}</strong> on worker '
+            f'{h.esc(conn.get("worker_id"))}</p>'
+            + (f"<pre>{h.esc(conn['trace'])}</pre>" if conn.get("trace") else "")
+            + f"<p>{actions}</p><h2>Tasks</h2>{tasks}<h2>Config</h2>{edit}"
+            + f"<h2>Offsets</h2>{h.pretty(c['offsets'])}")
+    return _html(request, f"Connector {name}", body, refresh=5)
+
+
+async def connector_action(request: web.Request) -> web.Response:
+    name, action = request.match_info["name"], request.match_info["action"]
+    if action not in ("restart", "pause", "resume", "stop", "delete"):
+        raise web.HTTPNotFound()
+    back = "/connectors" if action == "delete" else "/connectors/" + h.quote(name, safe="")
+    return await _confirm_or(request, f"{action.capitalize()} connector {name}",
+                             lambda: _connect(request).action(name, action),
+                             f"{action.capitalize()}: sent to connector {name}.", back)
+
+
+async def connector_config(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    form = await request.post()
+    try:
+        config = json.loads(str(form.get("config", "")))
+    except ValueError as exc:
+        raise ConsoleError(f"the config is not JSON: {exc}") from None
+    if not isinstance(config, dict) or "connector.class" not in config:
+        raise ConsoleError("the config must be a JSON object with connector.class")
+    config = {str(k): str(v) for k, v in config.items()}
+    rest = _connect(request)
+    problems = await rest.validate(config["connector.class"], config)
+    if problems:
+        raise ConsoleError("invalid config: " + "; ".join(problems))
+
+    async def save() -> None:
+        await rest.put_config(name, config)
+    return await _confirm_or(request, f"Save the validated config of connector {name}", save,
+                             f"Saved the config of connector {name}.",
+                             "/connectors/" + h.quote(name, safe=""))
+
+
+async def static_js(_request: web.Request) -> web.FileResponse:
+    return web.FileResponse(STATIC / "console.js")
+
+
+async def index(_request: web.Request) -> web.Response:
+    raise web.HTTPFound("/topics")
+
+
+def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | None = None,
+              users: dict[str, str] | None = None) -> web.Application:
+    app = web.Application(middlewares=[guard])
+    app[CLUSTER] = cluster
+    settings: dict[str, Any] = {"read_only": read_only, "csrf": secrets.token_urlsafe(32),
+                                "users": users or {}, "connect": None}
+    app[SETTINGS] = settings
+
+    async def on_startup(app: web.Application) -> None:
+        await cluster.start()
+        if connect_url:
+            settings["session"] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15))
+            settings["connect"] = ConnectRest(settings["session"], connect_url)
+
+    async def on_cleanup(app: web.Application) -> None:
+        if settings.get("session"):
+            await settings["session"].close()
+        await cluster.stop()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    r = app.router
+    r.add_get("/", index)
+    r.add_get("/static/console.js", static_js)
+    for prefix in ("", "/api"):
+        r.add_get(prefix + "/topics", topics_page)
+        r.add_get(prefix + "/topics/{name}", topic_page)
+        r.add_get(prefix + "/groups", groups_page)
+        r.add_get(prefix + "/groups/{group}", group_page)
+        r.add_get(prefix + "/connectors", connectors_page)
+        r.add_get(prefix + "/connectors/{name}", connector_page)
+    r.add_post("/topics", create_topic)
+    r.add_post("/topics/{name}/delete", delete_topic)
+    r.add_post("/topics/{name}/config", alter_topic)
+    r.add_post("/connectors/{name}/config", connector_config)
+    r.add_post("/connectors/{name}/{action}", connector_action)
+    return app

@@ -1,0 +1,298 @@
+"""`streams console` in a real browser (Playwright driving Debian's chromium): with a broker, a
+Connect worker and data the test made, every page loads without a console error, shows the
+names and numbers the test expects, each write works, and a --read-only console refuses it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import EmbeddedBroker, create_topics, free_port, wait_until
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+playwright_api = pytest.importorskip("playwright.sync_api",
+                                     reason="playwright is not installed (pip: the dev extra)")
+if CHROMIUM is None:
+    pytest.skip("no chromium browser on this machine (apt-get install chromium)",
+                allow_module_level=True)
+
+SHOTS = os.environ.get("CONSOLE_SCREENSHOTS")  # a folder: save a screenshot of each page
+PRODUCED, CONSUMED = 10, 6
+
+
+def _prepare_data(bootstrap: str) -> None:
+    """orders (1 partition, 10 records) with group billing committed at 6: lag 4."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+    from aiokafka.structs import OffsetAndMetadata
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+        await producer.start()
+        try:
+            for i in range(PRODUCED):
+                await producer.send_and_wait("orders", f"order-{i}".encode(), key=b"k%d" % i)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id="billing",
+                                    enable_auto_commit=False)
+        await consumer.start()
+        try:
+            tp = TopicPartition("orders", 0)
+            consumer.assign([tp])
+            await consumer.commit({tp: OffsetAndMetadata(CONSUMED, "")})
+        finally:
+            await consumer.stop()
+
+    asyncio.run(run())
+
+
+class Console:
+    """`streams console` as a user starts it, in its own process."""
+
+    def __init__(self, bootstrap: str, connect_url: str, *extra: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "streams.cli.main", "console", "--bootstrap-servers",
+             bootstrap, "--connect-url", connect_url, "--port", str(self.port), *extra],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        wait_until(self._up, timeout=30)
+
+    def _up(self) -> bool:
+        if self.process.poll() is not None:
+            raise AssertionError(f"the console exited: {self.process.stdout.read()}")
+        try:
+            with urllib.request.urlopen(self.url + "/api/topics", timeout=5) as response:
+                return response.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(30)
+
+
+@pytest.fixture(scope="module")
+def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    from connect.runtime.background import BackgroundWorker
+
+    tmp = tmp_path_factory.mktemp("console")
+    broker = EmbeddedBroker(tmp / "broker").start()
+    worker = None
+    consoles: list[Console] = []
+    try:
+        create_topics(broker.bootstrap, {"orders": 1, "wide": 3, "lines": 1})
+        _prepare_data(broker.bootstrap)
+        worker = BackgroundWorker.standalone(broker.bootstrap, tmp / "connect.offsets", {
+            "offset.flush.interval.ms": "200",
+            "key.converter": "org.apache.kafka.connect.storage.StringConverter",
+            "value.converter": "org.apache.kafka.connect.storage.StringConverter"})
+        (tmp / "input.txt").write_text("one\ntwo\n")
+        worker.put_connector({"name": "file-source", "connector.class": "FileStreamSource",
+                              "file": str(tmp / "input.txt"), "topic": "lines"})
+        consoles.append(Console(broker.bootstrap, worker.url))
+        consoles.append(Console(broker.bootstrap, worker.url, "--read-only"))
+        yield {"broker": broker, "worker": worker, "console": consoles[0],
+               "read_only": consoles[1]}
+    finally:
+        for console in consoles:
+            console.stop()
+        if worker is not None:
+            worker.stop()
+        broker.stop()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with playwright_api.sync_playwright() as p:
+        instance = p.chromium.launch(executable_path=CHROMIUM,
+                                     args=["--no-sandbox", "--disable-gpu"])
+        yield instance
+        instance.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1200, "height": 800})
+    tab = context.new_page()
+    errors: list[str] = []
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(str(e)))
+    tab.console_errors = errors
+    yield tab
+    context.close()
+
+
+def visit(page: Any, url: str, shot: str | None = None) -> None:
+    response = page.goto(url)
+    assert response is not None and response.status == 200, (url, response and response.status)
+    assert page.console_errors == [], page.console_errors
+    if SHOTS and shot:
+        Path(SHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SHOTS) / f"{shot}.png"), full_page=True)
+
+
+def config_row(page: Any, key: str) -> Any:
+    """The cells of one config's row on a topic page (exact name: not delete.retention.ms)."""
+    return page.locator("#configs tbody tr").filter(
+        has=page.locator("td:first-child", has_text=re.compile(f"^{re.escape(key)}$"))
+    ).locator("td")
+
+
+def confirm(page: Any) -> None:
+    """Every write shows a confirmation page first."""
+    assert page.locator("h1").inner_text() == "Confirm"
+    page.get_by_role("button", name="Confirm").click()
+
+
+def test_topics_pages_show_partitions_offsets_and_configs(system: dict[str, Any],
+                                                          page: Any) -> None:
+    console = system["console"]
+    visit(page, console.url + "/topics", "topics")
+    rows = page.locator("#topics tbody tr")
+    names = [rows.nth(i).locator("td").first.inner_text() for i in range(rows.count())]
+    assert {"orders", "wide", "lines"} <= set(names)
+    orders = page.locator("#topics tbody tr", has_text="orders").locator("td")
+    assert orders.nth(1).inner_text() == "1" and orders.nth(3).inner_text() == str(PRODUCED)
+
+    page.get_by_role("link", name="wide").click()
+    assert page.locator("h1").inner_text() == "Topic wide"
+    assert page.locator("#partitions tbody tr").count() == 3
+    assert page.console_errors == []
+    visit(page, console.url + "/topics/orders", "topic")
+    assert page.locator("#partitions tbody tr td").nth(5).inner_text() == str(PRODUCED)
+    assert page.locator("#configs", has_text="cleanup.policy").count() == 1
+
+
+def test_topic_writes_create_alter_delete(system: dict[str, Any], page: Any) -> None:
+    console = system["console"]
+    visit(page, console.url + "/topics")
+    page.fill("input[name=name]", "made-in-browser")
+    page.fill("input[name=partitions]", "2")
+    page.fill("input[name=configs]", "retention.ms=3600000")
+    page.get_by_role("button", name="Create topic").click()
+    assert page.locator("h1").inner_text() == "Topic made-in-browser"
+    assert page.locator("#partitions tbody tr").count() == 2
+    retention = config_row(page, "retention.ms")
+    assert retention.nth(1).inner_text() == "3600000" and retention.nth(2).inner_text() == "yes"
+
+    page.fill("input[name=key]", "retention.ms")
+    page.fill("input[name=value]", "abc")  # the broker's validation answers
+    page.get_by_role("button", name="Set config").click()
+    confirm(page)
+    assert "retention.ms" in page.locator(".error").inner_text()
+    page.console_errors.clear()  # the refusal page's own 400, expected
+    page.goto(console.url + "/topics/made-in-browser")
+    page.fill("input[name=key]", "retention.ms")
+    page.fill("input[name=value]", "60000")
+    page.get_by_role("button", name="Set config").click()
+    confirm(page)
+    page.goto(console.url + "/topics/made-in-browser")
+    retention = config_row(page, "retention.ms")
+    assert retention.nth(1).inner_text() == "60000"
+
+    page.get_by_role("button", name="Delete topic").click()
+    confirm(page)
+    assert "Deleted topic made-in-browser" in page.locator("#outcome").inner_text()
+    assert page.console_errors == []
+
+    def gone() -> bool:
+        page.goto(console.url + "/topics")
+        return page.locator("#topics tbody tr", has_text="made-in-browser").count() == 0
+    wait_until(gone, timeout=30)
+
+
+def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: Any) -> None:
+    console = system["console"]
+    visit(page, console.url + "/groups", "groups")
+    billing = page.locator("#groups tbody tr", has_text="billing").locator("td")
+    assert billing.nth(1).inner_text() == "Empty"
+    billing.first.locator("a").click()
+    assert page.locator("#total-lag").inner_text() == str(PRODUCED - CONSUMED)
+    row = page.locator("#offsets tbody tr").first.locator("td")
+    assert [row.nth(i).inner_text() for i in range(5)] == [
+        "orders", "0", str(CONSUMED), str(PRODUCED), str(PRODUCED - CONSUMED)]
+    visit(page, console.url + "/groups/billing", "group")
+    page.locator("svg#lag-chart").wait_for()  # two samples: the chart is drawn
+    assert page.console_errors == []
+
+
+def test_connector_pages_and_actions(system: dict[str, Any], page: Any) -> None:
+    console = system["console"]
+
+    def running() -> bool:
+        page.goto(console.url + "/connectors")
+        return page.locator("#connectors tbody tr", has_text="RUNNING").count() == 1
+    wait_until(running, timeout=30)
+    assert page.console_errors == []
+    if SHOTS:
+        visit(page, console.url + "/connectors", "connectors")
+    page.get_by_role("link", name="file-source").click()
+    assert page.locator("#state").inner_text() == "RUNNING"
+    assert page.locator("#tasks tbody tr").count() == 1
+    visit(page, console.url + "/connectors/file-source", "connector")
+
+    page.get_by_role("button", name="Pause").click()
+    confirm(page)
+
+    def state_is(expected: str) -> bool:
+        page.goto(console.url + "/connectors/file-source")
+        return page.locator("#state").inner_text() == expected
+    wait_until(lambda: state_is("PAUSED"), timeout=30)
+    page.get_by_role("button", name="Resume").click()
+    confirm(page)
+    wait_until(lambda: state_is("RUNNING"), timeout=30)
+
+    assert page.console_errors == []
+
+    config = json.loads(page.locator("textarea[name=config]").input_value())
+    page.fill("textarea[name=config]", json.dumps({**config, "tasks.max": "x"}))
+    page.get_by_role("button", name="Validate and save").click()
+    assert "tasks.max" in page.locator(".error").inner_text()  # Connect's validation answers
+    page.goto(console.url + "/connectors/file-source")
+    page.fill("textarea[name=config]", json.dumps({**config, "batch.size": "77"}))
+    page.get_by_role("button", name="Validate and save").click()
+    confirm(page)
+    assert "Saved the config" in page.locator("#outcome").inner_text()
+    page.goto(console.url + "/connectors/file-source")
+    assert json.loads(page.locator("textarea[name=config]").input_value())["batch.size"] == "77"
+
+
+def test_read_only_console_refuses_every_write(system: dict[str, Any], page: Any) -> None:
+    console = system["read_only"]
+    visit(page, console.url + "/topics")
+    assert page.locator(".ro").inner_text() == "read-only"
+    page.fill("input[name=name]", "not-allowed")
+    page.get_by_role("button", name="Create topic").click()
+    assert "--read-only" in page.locator(".error").inner_text()
+    for path, button in (("/topics/orders", "Delete topic"),
+                         ("/connectors/file-source", "Pause")):
+        page.goto(console.url + path)
+        page.get_by_role("button", name=button).click()
+        assert "--read-only" in page.locator(".error").inner_text()
+    page.goto(console.url + "/topics")
+    assert page.locator("#topics tbody tr", has_text="not-allowed").count() == 0
+    assert page.locator("#topics tbody tr", has_text="orders").count() == 1
+
+
+def test_writes_without_the_csrf_token_are_refused(system: dict[str, Any]) -> None:
+    """A form posted from another site carries no token: refused, nothing changes."""
+    request = urllib.request.Request(system["console"].url + "/topics/orders/delete",
+                                     data=b"confirmed=yes", method="POST")
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403
+    assert b"CSRF" in refused.value.read()
+    with urllib.request.urlopen(system["console"].url + "/api/topics/orders", timeout=10) as r:
+        assert r.status == 200
