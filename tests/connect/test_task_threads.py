@@ -26,7 +26,7 @@ from connect.runtime.status import State, TaskId
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent
-GRACEFUL_MS = 1000
+GRACEFUL_MS = 500
 HEALTHY = 4  # DataGen sources, and as many FileStreamSinks reading them
 
 
@@ -129,7 +129,7 @@ def test_stuck_tasks_restarted_ten_times_leave_the_others_running(tmp_path: Path
             seen = progressed(seen)
         assert metric(url, "abandoned_thread_alive") >= 20  # still stuck, and counted
         log_text = (tmp_path / "w.log").read_text(errors="replace")
-        assert "did not stop within task.shutdown.graceful.timeout.ms=1000 ms" in log_text
+        assert "did not stop within task.shutdown.graceful.timeout.ms=500 ms" in log_text
 
         # The worker still takes new work and follows the user's requests.
         source_file = tmp_path / "in.txt"
@@ -183,7 +183,7 @@ def test_an_abandoned_task_is_failed_with_the_reason(tmp_path: Path, broker) -> 
         worker.call(restart())
         status = herder.statuses.task(tid)
         assert status is not None and status.state is State.FAILED
-        assert "did not stop within task.shutdown.graceful.timeout.ms=1000 ms" in (
+        assert "did not stop within task.shutdown.graceful.timeout.ms=500 ms" in (
             status.trace or "")
         assert first is not None and first.abandoned and first.thread.is_alive()
         assert http("POST", f"{worker.url}/connectors/stuck/tasks/0/restart")[0] == 204
