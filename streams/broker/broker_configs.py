@@ -95,6 +95,13 @@ BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
     _simple("group.max.size", INT),
     _simple("transaction.max.timeout.ms", INT),
     _simple("transaction.state.log.num.partitions", INT),
+    _simple("group.share.record.lock.duration.ms", INT),
+    _simple("group.share.min.record.lock.duration.ms", INT),
+    _simple("group.share.max.record.lock.duration.ms", INT),
+    _simple("group.share.delivery.count.limit", INT),
+    _simple("group.share.partition.max.record.locks", INT),
+    _simple("group.share.session.timeout.ms", INT),
+    _simple("group.share.heartbeat.interval.ms", INT),
     # Security, broker-wide values (listener.name.<listener>.* overrides are not listed). Kafka
     # declares the listener configs dynamic (DynamicListenerConfig); here they are static.
     _simple("listener.security.protocol.map", STRING, dynamic=True),

@@ -52,6 +52,15 @@ class BrokerConfig(KafkaConfigModel):
     transaction_max_timeout_ms: int = 900000
     transaction_state_log_num_partitions: int = Field(50, ge=1)
 
+    # KIP-932 share groups (Kafka 4.4's names, defaults and bounds).
+    group_share_record_lock_duration_ms: int = Field(30_000, ge=1000, le=3_600_000)
+    group_share_min_record_lock_duration_ms: int = Field(15_000, ge=1000, le=30_000)
+    group_share_max_record_lock_duration_ms: int = Field(60_000, ge=30_000, le=3_600_000)
+    group_share_delivery_count_limit: int = Field(5, ge=2, le=10)
+    group_share_partition_max_record_locks: int = Field(2000, ge=100, le=10_000)
+    group_share_session_timeout_ms: int = Field(45_000, ge=1)
+    group_share_heartbeat_interval_ms: int = Field(5_000, ge=1)
+
     # Security (Kafka's names; streams/broker/security reads them). Without `listeners` the
     # broker has one PLAINTEXT listener on host:port.
     listeners: str | None = None
@@ -91,6 +100,18 @@ class BrokerConfig(KafkaConfigModel):
     # `listener.name.<listener>.<key>` overrides, keyed by what follows `listener.name.`
     # (Kafka's per-listener configs, e.g. `sasl_ssl.plain.sasl.jaas.config`).
     listener_name: dict[str, SecretStr] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _share_lock_within_bounds(self) -> BrokerConfig:
+        """Kafka's ShareGroupConfig: the lock duration lies between its min and max."""
+        low = self.group_share_min_record_lock_duration_ms
+        high = self.group_share_max_record_lock_duration_ms
+        if not low <= self.group_share_record_lock_duration_ms <= high:
+            raise ValueError(
+                "group.share.record.lock.duration.ms must be between "
+                f"group.share.min.record.lock.duration.ms ({low}) and "
+                f"group.share.max.record.lock.duration.ms ({high})")
+        return self
 
     @model_validator(mode="before")
     @classmethod

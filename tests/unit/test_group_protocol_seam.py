@@ -76,6 +76,7 @@ def run(tmp_path: Path, body: Any) -> None:
             "data_dir": tmp_path, "group_initial_rebalance_delay_ms": 0,
             "offsets_topic_num_partitions": 2, "group_min_session_timeout_ms": 100}))
         toy = ToyShareProtocol()
+        broker.groups.protocols.pop(GroupType.SHARE)  # the toy stands in for real share groups
         broker.groups.register_protocol(toy)
         broker.topics.load()
         await broker.groups.start()

@@ -24,6 +24,7 @@ from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult,
 from .offset_ops import OffsetOperations
 from .offsets import OffsetStore
 from .protocols import GroupListing, GroupProtocol, GroupType
+from .share import ShareGroupProtocol
 
 if TYPE_CHECKING:
     from ..server import Broker
@@ -77,6 +78,7 @@ class GroupCoordinator(OffsetOperations):
         self.protocols: dict[GroupType, GroupProtocol] = {}
         self._ticker: asyncio.Task[None] | None = None
         # Non-classic group types plug in here: self.register_protocol(SomeProtocol(self)).
+        self.register_protocol(ShareGroupProtocol(self))
 
     # -- group types (see protocols.py) ---------------------------------------------------------
 

@@ -178,7 +178,8 @@ class SharePartition:
                 return out
             rec = self.records[offset]
             if rec.state is RecordState.AVAILABLE:
-                if offset in skip:
+                # restored after a restart with its last delivery used: nothing is left
+                if offset in skip or rec.delivery_count >= self.config.delivery_count_limit:
                     rec.state = RecordState.ARCHIVED
                     continue
                 out.append(self._lock(rec, offset, member_id, deadline))

@@ -55,5 +55,6 @@ def load_all() -> None:
         groups,
         produce,
         sasl,
+        share_groups,
         transactions,
     )

@@ -1,0 +1,379 @@
+"""KIP-932 share-group APIs: ShareGroupHeartbeat, ShareFetch and ShareAcknowledge.
+
+ShareFetch first applies the piggy-backed acknowledgements, then acquires records for the
+member in every partition of its share session (long-polling up to MaxWaitMs when none are
+available) and answers whole stored batches with the ``AcquiredRecords`` ranges the client
+may deliver. Acknowledgements and released records are fsynced to ``__share_group_state``
+before the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from ..groups import errors
+from ..groups.protocols import GroupType
+from ..groups.share import ShareGroupProtocol, ShareSession
+from ..groups.share_partition import AckBatch, AcknowledgeType, AcquiredRecord
+from ..protocol import ms
+from ..records import iter_batches
+from ..security.authorizer import GROUP, READ, TOPIC
+from ..topics import TopicError
+from . import handles
+
+if TYPE_CHECKING:
+    from ..protocol import RequestContext
+    from ..server import Broker
+    from ..storage.log import PartitionLog
+
+GROUP_AUTHORIZATION_FAILED = 30
+TOPIC_AUTHORIZATION_FAILED = 29
+UNKNOWN_TOPIC_ID = 100
+FINAL_EPOCH = -1
+_READ_LIMIT = 1 << 20
+_NO_TOPIC = uuid.UUID(int=0)
+
+
+def _protocol(broker: Broker) -> ShareGroupProtocol:
+    protocol = broker.groups.protocol(GroupType.SHARE)
+    assert isinstance(protocol, ShareGroupProtocol)
+    return protocol
+
+
+# -- ShareGroupHeartbeat ------------------------------------------------------------------------
+
+
+@handles(76, 1, 1)
+async def share_group_heartbeat(broker: Broker, ctx: RequestContext, request: Any
+                                ) -> dict[str, Any]:
+    fail = {"throttle_time": 0, "member_epoch": -1, "heartbeat_interval": 0}
+    if not broker.security.allowed(ctx, READ, GROUP, request.group_id):
+        return {**fail, "error_code": GROUP_AUTHORIZATION_FAILED}
+    protocol = _protocol(broker)
+    subscribed = request.subscribed_topic_names
+    result = protocol.heartbeat(
+        request.group_id, request.member_id, request.member_epoch,
+        None if subscribed is None else [str(t) for t in subscribed],
+        asyncio.get_running_loop().time(), ctx.client_id or "", ctx.client_host,
+        request.rack_id,
+    )
+    if result.error:
+        return {**fail, "error_code": result.error, "error_message": result.message}
+    body: dict[str, Any] = {
+        "throttle_time": 0, "error_code": 0, "member_id": result.member_id,
+        "member_epoch": result.epoch, "heartbeat_interval": protocol.heartbeat_interval_ms,
+    }
+    if result.assignment is not None:
+        body["assignment"] = {"topic_partitions": [
+            {"topic_id": broker.topics.topics[name].topic_id, "partitions": parts}
+            for name, parts in result.assignment.items()
+        ]}
+    return body
+
+
+# -- shared by ShareFetch and ShareAcknowledge --------------------------------------------------
+
+
+def _topic_name(broker: Broker, topic_id: uuid.UUID | None) -> str | None:
+    for topic in broker.topics.topics.values():
+        if topic.topic_id == topic_id:
+            return topic.name
+    return None
+
+
+def _session(protocol: ShareGroupProtocol, group_id: str, member_id: str, epoch: int
+             ) -> tuple[int, ShareSession | None]:
+    """Kafka's share-session epoch rules: 0 opens (replacing any), -1 is the final request,
+    otherwise the epoch must be the one expected next."""
+    group = protocol.groups[group_id]
+    if epoch == 0:
+        protocol.release(group_id, member_id)
+        session = group.sessions[member_id] = ShareSession(1)
+        return 0, session
+    session = group.sessions.get(member_id)
+    if session is None:
+        return errors.SHARE_SESSION_NOT_FOUND, None
+    if epoch == FINAL_EPOCH:
+        return 0, session
+    if epoch != session.next_epoch:
+        return errors.INVALID_SHARE_SESSION_EPOCH, None
+    session.next_epoch = epoch + 1 if epoch < (1 << 31) - 1 else 1
+    return 0, session
+
+
+def _ack_batches(batches: Any) -> list[AckBatch]:
+    out = []
+    for b in batches:
+        types = tuple(AcknowledgeType(int(t)) if int(t) in (0, 1, 2, 3) else None
+                      for t in b.acknowledge_types)
+        if not types or None in types:
+            raise ValueError("invalid acknowledge type")
+        out.append(AckBatch(b.first_offset, b.last_offset, types))  # type: ignore[arg-type]
+    return out
+
+
+def _acknowledge(protocol: ShareGroupProtocol, group_id: str, member_id: str, topic: str,
+                 partition: int, batches: Any) -> int:
+    try:
+        parsed = _ack_batches(batches)
+    except ValueError:
+        return errors.INVALID_REQUEST
+    try:
+        part = protocol.share_partition(group_id, topic, partition)
+    except TopicError as exc:
+        return exc.code
+    return part.acknowledge(member_id, parsed)
+
+
+def _check_member(broker: Broker, ctx: RequestContext, protocol: ShareGroupProtocol,
+                  group_id: str | None, member_id: str | None, epoch: int
+                  ) -> tuple[int, str | None]:
+    """A new session needs a group member; a running one may outlive the member's leave
+    heartbeat (the final acknowledgements travel beside it)."""
+    if not group_id or not member_id:
+        return errors.INVALID_REQUEST, "GroupId and MemberId are required."
+    if not broker.security.allowed(ctx, READ, GROUP, group_id):
+        return GROUP_AUTHORIZATION_FAILED, None
+    if epoch != 0 and protocol.has_session(group_id, member_id):
+        return 0, None
+    if not protocol.is_member(group_id, member_id):
+        return errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of {group_id}."
+    return 0, None
+
+
+def _endpoints(broker: Broker, ctx: RequestContext) -> list[dict[str, Any]]:
+    host, port = broker.advertised(ctx)
+    return [{"node_id": broker.node_id, "host": host, "port": port, "rack": None}]
+
+
+def _partition_entry(index: int) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": 0, "acknowledge_error_code": 0,
+            "current_leader": {"leader_id": -1, "leader_epoch": -1}, "records": b"",
+            "acquired_records": []}
+
+
+# -- ShareFetch ---------------------------------------------------------------------------------
+
+
+@handles(78, 1, 1)
+async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
+    protocol = _protocol(broker)
+    lock_ms = protocol.config.record_lock_duration_ms
+    top = {"throttle_time": 0, "acquisition_lock_timeout": lock_ms, "responses": [],
+           "node_endpoints": []}
+    group_id, member_id = request.group_id, request.member_id
+    error, message = _check_member(broker, ctx, protocol, group_id, member_id,
+                                   request.share_session_epoch)
+    if error:
+        return {**top, "error_code": error, "error_message": message}
+    error, session = _session(protocol, group_id, member_id, request.share_session_epoch)
+    if error or session is None:
+        return {**top, "error_code": error}
+    final = request.share_session_epoch == FINAL_EPOCH
+    entries: dict[tuple[str, int], dict[str, Any]] = {}
+    ids: dict[str, uuid.UUID] = {}
+    touched: set[tuple[str, int]] = set()
+    unknown: list[dict[str, Any]] = []
+    for topic in request.topics:
+        name = _topic_name(broker, topic.topic_id)
+        if name is None:
+            unknown.append({"topic_id": topic.topic_id or _NO_TOPIC, "partitions": [
+                {**_partition_entry(p.partition_index), "error_code": UNKNOWN_TOPIC_ID}
+                for p in topic.partitions]})
+            continue
+        ids[name] = topic.topic_id
+        for p in topic.partitions:
+            tp = (name, p.partition_index)
+            if not final:
+                session.partitions.add(tp)
+            entry = entries[tp] = _partition_entry(p.partition_index)
+            if not broker.security.allowed(ctx, READ, TOPIC, name):
+                entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
+                continue
+            if p.acknowledgement_batches:
+                entry["acknowledge_error_code"] = _acknowledge(
+                    protocol, group_id, member_id, name, p.partition_index,
+                    p.acknowledgement_batches)
+                touched.add(tp)
+    for forgotten in request.forgotten_topics_data:
+        name = _topic_name(broker, forgotten.topic_id)
+        for index in forgotten.partitions:
+            session.partitions.discard((name or "", index))
+    if final:
+        protocol.release(group_id, member_id)
+        touched |= {tp for tp in session.partitions}
+        protocol.groups[group_id].sessions.pop(member_id, None)
+    else:
+        await _acquire_with_wait(broker, ctx, protocol, request, session, group_id,
+                                 member_id, entries, ids)
+    await protocol.persist(group_id, touched)
+    responses: dict[uuid.UUID, list[dict[str, Any]]] = {}
+    for (name, _index), entry in sorted(entries.items()):
+        responses.setdefault(ids.get(name) or broker.topics.topics[name].topic_id,
+                             []).append(entry)
+    return {**top, "error_code": 0, "node_endpoints": _endpoints(broker, ctx),
+            "responses": [{"topic_id": tid, "partitions": parts}
+                          for tid, parts in responses.items()] + unknown}
+
+
+async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
+                             protocol: ShareGroupProtocol, request: Any,
+                             session: ShareSession, group_id: str, member_id: str,
+                             entries: dict[tuple[str, int], dict[str, Any]],
+                             ids: dict[str, uuid.UUID]) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms(request.max_wait) / 1000
+    budget = max(1, request.max_records)
+    while True:
+        logs: list[PartitionLog] = []
+        got = 0
+        for tp in sorted(session.partitions):
+            if budget - got <= 0:
+                break
+            name, index = tp
+            if not broker.security.allowed(ctx, READ, TOPIC, name):
+                continue
+            try:
+                plog = broker.topics.partition(name, index)
+                part = protocol.share_partition(group_id, name, index)
+            except TopicError as exc:
+                entry = entries.setdefault(tp, _partition_entry(index))
+                entry["error_code"] = exc.code
+                continue
+            logs.append(plog)
+            acquired = part.acquire(
+                member_id, plog.next_offset, int(loop.time() * 1000), budget - got,
+                undeliverable=_control_offsets(plog, part.end_offset,
+                                               min(plog.next_offset,
+                                                   part.end_offset + budget - got)),
+            )
+            if not acquired:
+                continue
+            got += len(acquired)
+            entry = entries.setdefault(tp, _partition_entry(index))
+            ids.setdefault(name, broker.topics.topics[name].topic_id)
+            entry["records"] = _read_batches(plog, acquired)
+            entry["acquired_records"] = _ranges(acquired)
+        remaining = deadline - loop.time()
+        if got or remaining <= 0 or not logs:
+            return
+        waiters = []
+        for plog in logs:
+            waiter = loop.create_future()
+            plog.data_waiters.append(waiter)
+            waiters.append((plog, waiter))
+        # Locks of other members may expire meanwhile: look again at least once a second.
+        try:
+            await asyncio.wait([w for _, w in waiters], timeout=min(remaining, 1.0),
+                               return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for plog, waiter in waiters:
+                if not waiter.done():
+                    waiter.cancel()
+                    with contextlib.suppress(ValueError):
+                        plog.data_waiters.remove(waiter)
+
+
+def _control_offsets(plog: PartitionLog, start: int, stop: int) -> set[int]:
+    """Offsets of transaction markers in [start, stop): never delivered to a share consumer."""
+    out: set[int] = set()
+    offset = start
+    while offset < stop:
+        data = plog.read(offset, _READ_LIMIT, stop)
+        if not data:
+            break
+        advanced = offset
+        for _pos, header in iter_batches(data):
+            if header.is_control:
+                out.update(range(header.base_offset, header.last_offset + 1))
+            advanced = header.last_offset + 1
+        if advanced <= offset:
+            break
+        offset = advanced
+    return out
+
+
+def _read_batches(plog: PartitionLog, acquired: list[AcquiredRecord]) -> bytes:
+    """The stored batches holding the acquired offsets, each batch once, in offset order."""
+    wanted = sorted(r.offset for r in acquired)
+    chunks: list[bytes] = []
+    covered = -1
+    for offset in wanted:
+        if offset <= covered:
+            continue
+        data = plog.read(offset, _READ_LIMIT, wanted[-1] + 1)
+        for pos, header in iter_batches(data):
+            if header.last_offset <= covered:
+                continue
+            if header.base_offset > wanted[-1]:
+                break
+            chunks.append(data[pos:pos + header.size])
+            covered = header.last_offset
+        if covered < offset:  # nothing readable there (deleted meanwhile)
+            covered = offset
+    return b"".join(chunks)
+
+
+def _ranges(acquired: list[AcquiredRecord]) -> list[dict[str, int]]:
+    """Contiguous offsets of equal delivery count, as ShareFetch's AcquiredRecords."""
+    out: list[dict[str, int]] = []
+    for rec in sorted(acquired, key=lambda r: r.offset):
+        last = out[-1] if out else None
+        if last and last["last_offset"] == rec.offset - 1 and (
+                last["delivery_count"] == rec.delivery_count):
+            last["last_offset"] = rec.offset
+        else:
+            out.append({"first_offset": rec.offset, "last_offset": rec.offset,
+                        "delivery_count": rec.delivery_count})
+    return out
+
+
+# -- ShareAcknowledge ---------------------------------------------------------------------------
+
+
+@handles(79, 1, 1)
+async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
+                            ) -> dict[str, Any]:
+    protocol = _protocol(broker)
+    top = {"throttle_time": 0,
+           "acquisition_lock_timeout": protocol.config.record_lock_duration_ms,
+           "responses": [], "node_endpoints": []}
+    group_id, member_id = request.group_id, request.member_id
+    error, message = _check_member(broker, ctx, protocol, group_id, member_id,
+                                   request.share_session_epoch)
+    if error:
+        return {**top, "error_code": error, "error_message": message}
+    if request.share_session_epoch == 0:  # acknowledging needs a session
+        return {**top, "error_code": errors.INVALID_SHARE_SESSION_EPOCH}
+    error, session = _session(protocol, group_id, member_id, request.share_session_epoch)
+    if error or session is None:
+        return {**top, "error_code": error}
+    touched: set[tuple[str, int]] = set()
+    responses = []
+    for topic in request.topics:
+        name = _topic_name(broker, topic.topic_id)
+        parts = []
+        for p in topic.partitions:
+            entry = {"partition_index": p.partition_index, "error_code": 0,
+                     "current_leader": {"leader_id": -1, "leader_epoch": -1}}
+            if name is None:
+                entry["error_code"] = UNKNOWN_TOPIC_ID
+            elif not broker.security.allowed(ctx, READ, TOPIC, name):
+                entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
+            else:
+                entry["error_code"] = _acknowledge(protocol, group_id, member_id, name,
+                                                   p.partition_index,
+                                                   p.acknowledgement_batches)
+                touched.add((name, p.partition_index))
+            parts.append(entry)
+        responses.append({"topic_id": topic.topic_id or _NO_TOPIC, "partitions": parts})
+    if request.share_session_epoch == FINAL_EPOCH:
+        protocol.release(group_id, member_id)
+        touched |= set(session.partitions)
+        protocol.groups[group_id].sessions.pop(member_id, None)
+    await protocol.persist(group_id, touched)
+    return {**top, "error_code": 0, "responses": responses,
+            "node_endpoints": _endpoints(broker, ctx)}

@@ -1,0 +1,211 @@
+"""KIP-932 share groups against our broker with confluent-kafka's ShareConsumer.
+
+Several share consumers read the same partitions while records flow; a consumer killed with
+records in flight; the broker killed with share state on disk. Totals are checked: every
+record accepted exactly once, nothing lost.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Producer, ShareConsumer
+from helpers import BrokerProcess, EmbeddedBroker, create_topics, wait_until
+
+from streams.broker.groups.protocols import GroupType
+
+
+def _share_state(broker: EmbeddedBroker, group: str) -> dict[tuple[str, int], Any]:
+    def read() -> dict[tuple[str, int], Any]:
+        protocol = broker.broker.groups.protocol(GroupType.SHARE)  # type: ignore[union-attr]
+        return {(k.topic, k.partition): (p.start_offset, dict(p.records))
+                for k, p in protocol.partitions.items() if k.group_id == group}
+    return broker.call(read)
+
+
+def _consumer(bootstrap: str, group: str, **extra: Any) -> ShareConsumer:
+    consumer = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **extra})
+    consumer.subscribe(["q"])
+    return consumer
+
+
+def _poll_until_partitions_known(broker: EmbeddedBroker, consumers: list[ShareConsumer],
+                                 group: str, partitions: int) -> None:
+    """share.auto.offset.reset is latest: produce only once every share-partition exists."""
+    def ready() -> bool:
+        for consumer in consumers:
+            assert not list(consumer.poll(0.1))
+        return len(_share_state(broker, group)) == partitions
+    wait_until(ready, 30, message="share-partitions initialized")
+
+
+def test_share_consumers_split_flowing_records_exactly_once(tmp_path: Path) -> None:
+    broker = EmbeddedBroker(tmp_path / "b").start()
+    consumers: list[ShareConsumer] = []
+    try:
+        create_topics(broker.bootstrap, {"q": 3})
+        consumers = [_consumer(broker.bootstrap, "sg") for _ in range(3)]
+        _poll_until_partitions_known(broker, consumers, "sg", 3)
+        total = 3000
+        received: list[list[int]] = [[] for _ in consumers]
+        stop = threading.Event()
+
+        def consume(i: int) -> None:
+            while not stop.is_set():
+                for message in consumers[i].poll(0.2):
+                    assert message.error() is None, message.error()
+                    received[i].append(int(message.value()))
+
+        threads = [threading.Thread(target=consume, args=(i,)) for i in range(len(consumers))]
+        for thread in threads:
+            thread.start()
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5})
+        for i in range(total):  # records flow while the consumers read
+            producer.produce("q", str(i).encode(), partition=i % 3)
+            if i % 200 == 0:
+                producer.flush()
+        producer.flush()
+        try:
+            wait_until(lambda: len({v for r in received for v in r}) == total, 60,
+                       message="every record delivered")
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(30)
+        for consumer in consumers:
+            consumer.close()  # implicit mode: the last poll's records are accepted here
+        consumers = []
+        everything = [v for r in received for v in r]
+        assert sorted(everything) == list(range(total))  # no duplicate, none missing
+        assert sum(1 for r in received if r) >= 2  # the partitions really were shared
+
+        def all_acknowledged() -> bool:
+            state = _share_state(broker, "sg")
+            return all(records == {} for _start, records in state.values())
+        wait_until(all_acknowledged, 30, message="every record acknowledged")
+        assert sum(start for start, _ in _share_state(broker, "sg").values()) == total
+    finally:
+        for consumer in consumers:
+            consumer.close()
+        broker.stop()
+
+
+_HOLDER = textwrap.dedent("""
+    import sys
+    from confluent_kafka import ShareConsumer
+    c = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": "sg",
+                       "share.acknowledgement.mode": "explicit"})
+    c.subscribe(["q"])
+    while True:
+        got = list(c.poll(0.5))
+        if got:
+            print(" ".join(str(m.offset()) for m in got), flush=True)
+            break
+    sys.stdin.read()  # hold the records, acknowledge nothing, until killed
+""")
+
+
+def test_killed_consumer_records_are_redelivered_after_the_lock(tmp_path: Path) -> None:
+    broker = EmbeddedBroker(tmp_path / "b", group_share_record_lock_duration_ms=2000,
+                            group_share_min_record_lock_duration_ms=1000).start()
+    holder: subprocess.Popen[str] | None = None
+    consumer: ShareConsumer | None = None
+    try:
+        create_topics(broker.bootstrap, {"q": 1})
+        holder = subprocess.Popen([sys.executable, "-c", _HOLDER, broker.bootstrap],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        wait_until(lambda: len(_share_state(broker, "sg")) == 1, 30,
+                   message="the holder's share-partition")
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        for i in range(50):
+            producer.produce("q", str(i).encode(), partition=0)
+        producer.flush()
+        assert holder.stdout is not None
+        held = {int(o) for o in holder.stdout.readline().split()}
+        assert held, "the holder got records"
+        holder.send_signal(signal.SIGKILL)
+        holder.wait(10)
+        consumer = _consumer(broker.bootstrap, "sg", **{"share.acknowledgement.mode": "explicit"})
+        seen: dict[int, int] = {}
+
+        def drain() -> bool:
+            assert consumer is not None
+            for message in consumer.poll(0.3):
+                assert message.offset() not in seen, "delivered twice"
+                seen[message.offset()] = message.delivery_count()
+                consumer.acknowledge(message)
+            consumer.commit_sync()
+            return len(seen) == 50
+        wait_until(drain, 60, message="every record delivered once more")
+        assert all(seen[o] >= 2 for o in held), (held, seen)  # the holder's delivery counted
+        assert all(seen[o] == 1 for o in set(seen) - held)
+        wait_until(lambda: _share_state(broker, "sg")[("q", 0)] == (50, {}), 30,
+                   message="start offset past every record")
+    finally:
+        if holder is not None and holder.poll() is None:
+            holder.kill()
+            holder.wait(10)
+        if consumer is not None:
+            consumer.close()
+        broker.stop()
+
+
+def test_broker_sigkill_keeps_acknowledgements(tmp_path: Path) -> None:
+    """Acknowledged records are never redelivered after a broker SIGKILL; unacknowledged ones
+    (held by the consumer when the broker died) come back."""
+    broker = BrokerProcess(tmp_path / "data").start()
+    consumer: ShareConsumer | None = None
+    try:
+        create_topics(broker.bootstrap, {"q": 1})
+        consumer = _consumer(broker.bootstrap, "sg", **{"share.acknowledgement.mode": "explicit"})
+        # The share-partition starts at the log end: wait for the first (empty) fetch.
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        accepted: set[int] = set()
+        wait_until(lambda: not list(consumer.poll(0.5)) and _started(broker), 30,
+                   message="share fetch started")
+        for i in range(200):
+            producer.produce("q", str(i).encode(), partition=0)
+        producer.flush()
+
+        def accept_half() -> bool:
+            for message in consumer.poll(0.3):  # type: ignore[union-attr]
+                if len(accepted) < 100:
+                    consumer.acknowledge(message)  # type: ignore[union-attr]
+                    accepted.add(int(message.value()))
+                else:
+                    consumer.acknowledge(message, 2)  # type: ignore[union-attr]  # RELEASE
+            consumer.commit_sync()  # type: ignore[union-attr]
+            return len(accepted) >= 100
+        wait_until(accept_half, 60, message="half accepted")
+        consumer.close()
+        consumer = None
+        broker.kill()
+        broker.start()
+        consumer = _consumer(broker.bootstrap, "sg", **{"share.acknowledgement.mode": "explicit"})
+        again: set[int] = set()
+
+        def rest() -> bool:
+            for message in consumer.poll(0.3):  # type: ignore[union-attr]
+                value = int(message.value())
+                assert value not in accepted, f"acknowledged record {value} redelivered"
+                again.add(value)
+                consumer.acknowledge(message)  # type: ignore[union-attr]
+            consumer.commit_sync()  # type: ignore[union-attr]
+            return len(again) == 200 - len(accepted)
+        wait_until(rest, 60, message="the unacknowledged records")
+        assert accepted | again == set(range(200))
+    finally:
+        if consumer is not None:
+            consumer.close()
+        broker.stop()
+
+
+def _started(broker: BrokerProcess) -> bool:
+    topic = broker.data_dir / "__share_group_state-0"
+    return topic.exists() or any(broker.data_dir.glob("__share_group_state-*"))
