@@ -65,6 +65,7 @@ class RocksDBBytesStore:
         self._pending_sorted: list[bytes] | None = None
         self._committing_sorted: list[bytes] | None = None
         self._db_lock = threading.Lock()
+        self._written: Offsets = {}  # offsets this handle last wrote
         self._open()
 
     def _open(self) -> None:
@@ -235,8 +236,9 @@ class RocksDBBytesStore:
     def commit(self, offsets: Offsets | None = None) -> None:
         """The commit succeeded: write the prepared batch and ``offsets`` atomically."""
         committing = self._committing
-        if not committing and not offsets:
-            return
+        if not committing and (not offsets or all(
+                self._written.get(tp) == offset for tp, offset in offsets.items())):
+            return  # nothing new: an idle commit costs no RocksDB write
         batch = rocksdict.WriteBatch(raw_mode=True)
         if committing:
             for key, value in committing.items():
@@ -249,6 +251,8 @@ class RocksDBBytesStore:
         self.db.write(batch)
         self._committing = None  # after the write: see the module docstring
         self._committing_sorted = None
+        if offsets:
+            self._written.update(offsets)
 
     def flush(self) -> None:
         """Write every uncommitted change now, without offsets (restoration, global stores,
@@ -283,6 +287,7 @@ class RocksDBBytesStore:
 
     def wipe(self) -> None:
         self.close()
+        self._written = {}
         shutil.rmtree(self.directory, ignore_errors=True)
         self.directory.mkdir(parents=True, exist_ok=True)
         self._open()
