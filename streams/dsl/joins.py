@@ -21,7 +21,13 @@ from ..processor.joins import (
     TimeTrackers,
 )
 from ..processor.stateless import PassThroughProcessor
-from ..processor.value_getter import DerivedGetter, JoinGetter, StoreGetter, ValueGetter
+from ..processor.value_getter import (
+    DerivedGetter,
+    JoinGetter,
+    StoreGetter,
+    SuppressGetter,
+    ValueGetter,
+)
 from ..serde import Serde, Serdes
 from ..state.stores import StoreBuilder
 from ..topology.topology import SourceDef, Topology
@@ -98,6 +104,11 @@ def value_getter(table: KTable) -> ValueGetter | None:
     recipe = table.getter_recipe
     if recipe is None:
         return None
+    if recipe[0] == "suppress":
+        _, parent, buffer = recipe
+        parent_view = table_view(parent)[1]
+        return SuppressGetter(StoreGetter(parent_view) if isinstance(parent_view, str)
+                              else parent_view, buffer)
     if recipe[0] == "derived":
         _, parent, step, maps_values = recipe
         parent_view = table_view(parent)[1]

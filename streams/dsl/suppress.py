@@ -140,4 +140,6 @@ def suppress_table(ktable: KTable, suppressed: Suppressed) -> KTable:
                                   config.bytes_limit, config.strict),
         ktable.node)
     builder.topology.add_state_store(store, name)
-    return KTable(builder, name, None, key_serde, value_serde)
+    result = KTable(builder, name, None, key_serde, value_serde)
+    result.getter_recipe = ("suppress", ktable, store_name)  # how joins read it
+    return result

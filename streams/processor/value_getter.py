@@ -144,6 +144,45 @@ class _JoinView:
         return None if found is None else found[0]
 
 
+@dataclass(frozen=True, eq=False)
+class SuppressGetter(ValueGetter):
+    """A suppressed table: for a key waiting in the buffer, the value downstream last saw
+    (the value from before buffering began), else the parent's value (Kafka's
+    KTableSuppressProcessorSupplier view, ``priorValueForBuffered``)."""
+
+    parent: ValueGetter
+    buffer: str  # the suppression buffer store
+
+    @property
+    def name(self) -> str:  # type: ignore[override]
+        return self.parent.name
+
+    def store_names(self) -> tuple[str, ...]:
+        return (*self.parent.store_names(), self.buffer)
+
+    def bind(self, context: Any) -> Any:
+        return _SuppressView(self.parent.bind(context), context.get_state_store(self.buffer))
+
+
+class _SuppressView:
+    def __init__(self, parent: Any, buffer: Any) -> None:
+        self.parent = parent
+        self.buffer = buffer
+        self.key_serde = parent.key_serde
+        self.value_serde = parent.value_serde
+
+    def get_with_timestamp(self, key: Any) -> tuple[Any, int] | None:
+        buffer = self.buffer
+        entry = buffer.entries.get(buffer.key_serde.serialize(buffer.name, key))
+        if entry is not None:
+            return None if entry.old is None else (entry.old, entry.timestamp)
+        return self.parent.get_with_timestamp(key)
+
+    def get(self, key: Any) -> Any:
+        found = self.get_with_timestamp(key)
+        return None if found is None else found[0]
+
+
 def bind_view(context: Any, view: str | ValueGetter) -> Any:
     """A store name or a getter, ready to read in this task."""
     return context.get_state_store(view) if isinstance(view, str) else view.bind(context)
