@@ -169,9 +169,10 @@ async def _partitions(bootstrap: str, topic: str) -> int:
         await admin.close()
 
 
-def read_all(bootstrap: str, topic: str, timeout: float = 20,
+def read_all(bootstrap: str, topic: str, timeout: float = 60,
              isolation: str = "read_uncommitted") -> list[Any]:
-    """Every record of ``topic`` up to its end offsets now (all partitions)."""
+    """Every record of ``topic`` up to its end offsets now (all partitions); an error, never a
+    partial answer, when the end is not reached within ``timeout``."""
     from aiokafka import AIOKafkaConsumer, TopicPartition
 
     async def run() -> list[Any]:
@@ -190,9 +191,10 @@ def read_all(bootstrap: str, topic: str, timeout: float = 20,
             out: list[Any] = []
             loop = asyncio.get_running_loop()
             deadline = loop.time() + timeout
-            while loop.time() < deadline:
-                if all([await consumer.position(tp) >= ends[tp] for tp in tps]):
-                    break
+            while not all([await consumer.position(tp) >= ends[tp] for tp in tps]):
+                if loop.time() > deadline:
+                    raise AssertionError(f"read_all({topic}): {len(out)} records, end offsets "
+                                         f"{ends} not reached within {timeout} s")
                 batch = await consumer.getmany(timeout_ms=200)
                 for msgs in batch.values():
                     out.extend(msgs)
