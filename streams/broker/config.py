@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
 from ..config import KafkaConfigModel
 
@@ -48,6 +48,11 @@ class BrokerConfig(KafkaConfigModel):
     group_max_session_timeout_ms: int = 1800000
     group_initial_rebalance_delay_ms: int = Field(3000, ge=0)
     group_max_size: int = Field(2**31 - 1, ge=1)
+    # KIP-848 consumer groups (group.protocol=consumer), Kafka's names and defaults.
+    group_consumer_session_timeout_ms: int = Field(45000, ge=1)
+    group_consumer_heartbeat_interval_ms: int = Field(5000, ge=1)
+    group_consumer_max_size: int = Field(2**31 - 1, ge=1)
+    group_consumer_assignors: str = "uniform,range"
 
     transaction_max_timeout_ms: int = 900000
     transaction_state_log_num_partitions: int = Field(50, ge=1)
@@ -112,6 +117,17 @@ class BrokerConfig(KafkaConfigModel):
                 f"group.share.min.record.lock.duration.ms ({low}) and "
                 f"group.share.max.record.lock.duration.ms ({high})")
         return self
+
+    @field_validator("group_consumer_assignors")
+    @classmethod
+    def _known_assignors(cls, value: str) -> str:
+        """group.consumer.assignors: Kafka's built-in server-side assignors only."""
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        unknown = [n for n in names if n not in ("uniform", "range")]
+        if not names or unknown:
+            raise ValueError(f"group.consumer.assignors={value!r}: the assignors are "
+                             "'uniform' and 'range' (class names are not supported)")
+        return ",".join(names)
 
     @model_validator(mode="before")
     @classmethod

@@ -40,7 +40,7 @@ NOT_IMPLEMENTED = {
     40: "ExpireDelegationToken", 41: "DescribeDelegationToken", 48: "DescribeClientQuotas",
     49: "AlterClientQuotas", 55: "DescribeQuorum", 57: "UpdateFeatures",
     61: "DescribeProducers", 64: "UnregisterBroker", 65: "DescribeTransactions",
-    66: "ListTransactions", 68: "ConsumerGroupHeartbeat", 69: "ConsumerGroupDescribe",
+    66: "ListTransactions",
     74: "ListConfigResources", 75: "DescribeTopicPartitions", 76: "ShareGroupHeartbeat",
     77: "ShareGroupDescribe", 78: "ShareFetch", 79: "ShareAcknowledge", 80: "AddRaftVoter",
     81: "RemoveRaftVoter", 83: "InitializeShareGroupState", 84: "ReadShareGroupState",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from . import errors
+from .consumer import ConsumerGroups
 from .group import Group, GroupState
 from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult, join_error
 from .offset_ops import OffsetOperations
@@ -79,6 +80,7 @@ class GroupCoordinator(OffsetOperations):
         self._ticker: asyncio.Task[None] | None = None
         # Non-classic group types plug in here: self.register_protocol(SomeProtocol(self)).
         self.register_protocol(ShareGroupProtocol(self))
+        self.register_protocol(ConsumerGroups(self))
 
     # -- group types (see protocols.py) ---------------------------------------------------------
 

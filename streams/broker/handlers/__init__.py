@@ -51,6 +51,7 @@ def load_all() -> None:
         admin,
         cluster,
         cluster_admin,
+        consumer_groups,
         fetch,
         groups,
         produce,

@@ -1,0 +1,338 @@
+"""KIP-848 consumer groups (``group.protocol=consumer``): the broker assigns partitions and
+members reconcile toward it one heartbeat at a time, with no stop-the-world rebalance.
+
+Epochs (KIP-848 "Group epoch / assignment epoch / member epoch"): the group epoch grows when
+membership, a subscription or a subscribed topic's partition count changes; the target
+assignment is then recomputed by the assignor and stamped with that epoch. A member moves to the
+target epoch once it owns no partition the target gives to someone else: first it is told to
+revoke those (its assignment shrinks, its epoch stays), and a partition is handed to its new
+owner only after the old owner's heartbeat shows it released.
+
+Membership lives in memory: after a broker restart members get UNKNOWN_MEMBER_ID and rejoin with
+epoch 0 (Kafka replays its group records instead); committed offsets are durable as for every
+group type.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import errors
+from .assignors import ASSIGNORS, TopicPartition
+from .protocols import GroupListing, GroupProtocol, GroupType
+
+if TYPE_CHECKING:
+    from .coordinator import GroupCoordinator
+
+log = logging.getLogger(__name__)
+
+LEAVE_EPOCH = -1  # MemberEpoch -1: the member leaves
+STATIC_LEAVE_EPOCH = -2  # -2: a static member leaves and will come back
+FENCED_MEMBER_EPOCH = 110
+STALE_MEMBER_EPOCH = 113
+UNRELEASED_INSTANCE_ID = 111
+UNSUPPORTED_ASSIGNOR = 112
+UNSUPPORTED_VERSION = 35
+
+
+@dataclass(slots=True)
+class ConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    subscribed: set[str] = field(default_factory=set)
+    server_assignor: str | None = None
+    epoch: int = 0
+    previous_epoch: int = -1
+    assigned: set[TopicPartition] = field(default_factory=set)  # what it was told it owns
+    revoking: set[TopicPartition] = field(default_factory=set)  # told to give these up
+    revoke_deadline: float | None = None
+    last_heartbeat: float = 0.0
+    last_sent: frozenset[TopicPartition] | None = None  # the assignment last answered
+
+
+@dataclass(slots=True)
+class ConsumerGroup:
+    group_id: str
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    members: dict[str, ConsumerMember] = field(default_factory=dict)
+    target: dict[str, set[TopicPartition]] = field(default_factory=dict)
+    topic_sizes: dict[str, int] = field(default_factory=dict)  # what the target was built on
+    static: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+
+    def state(self) -> str:
+        """Kafka's ConsumerGroupState names."""
+        if not self.members:
+            return "Empty"
+        if self.assignment_epoch < self.group_epoch:
+            return "Assigning"
+        if any(m.epoch != self.assignment_epoch or m.revoking
+               or m.assigned != self.target.get(m.member_id, set())
+               for m in self.members.values()):
+            return "Reconciling"
+        return "Stable"
+
+    def owned_elsewhere(self, member_id: str) -> set[TopicPartition]:
+        """Partitions some other member still owns (assigned or being revoked)."""
+        out: set[TopicPartition] = set()
+        for other in self.members.values():
+            if other.member_id != member_id:
+                out |= other.assigned | other.revoking
+        return out
+
+
+@dataclass(slots=True, frozen=True)
+class HeartbeatRequest:
+    """A ConsumerGroupHeartbeat, null fields meaning "unchanged since the last one"."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: tuple[str, ...] | None
+    subscribed_topic_regex: str | None
+    server_assignor: str | None
+    owned: frozenset[TopicPartition] | None
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(slots=True, frozen=True)
+class HeartbeatResult:
+    error: int
+    message: str | None = None
+    member_id: str = ""
+    member_epoch: int = 0  # Kafka's error answers leave the field at its default
+    heartbeat_interval_ms: int = 0
+    assignment: frozenset[TopicPartition] | None = None
+
+
+class ConsumerGroups(GroupProtocol):
+    """Every KIP-848 group of this broker."""
+
+    group_type = GroupType.CONSUMER
+
+    def __init__(self, coordinator: GroupCoordinator) -> None:
+        self.coordinator = coordinator
+        self.config = coordinator.config
+        self.groups: dict[str, ConsumerGroup] = {}
+        self.assignors = self.config.group_consumer_assignors.split(",")
+
+    # -- the seam ------------------------------------------------------------------------------
+
+    def has_group(self, group_id: str) -> bool:
+        return group_id in self.groups
+
+    def listings(self) -> Iterable[GroupListing]:
+        for group in self.groups.values():
+            yield GroupListing(group.group_id, "consumer", group.state(), GroupType.CONSUMER)
+
+    def is_empty(self, group_id: str) -> bool:
+        return not self.groups[group_id].members
+
+    def forget(self, group_id: str) -> None:
+        self.groups.pop(group_id, None)
+
+    def yield_to_classic(self, group_id: str) -> bool:
+        """Kafka lets an empty consumer group become classic again."""
+        if self.groups[group_id].members:
+            return False
+        self.forget(group_id)
+        return True
+
+    def subscribed_topics(self, group_id: str) -> set[str] | None:
+        return {t for m in self.groups[group_id].members.values() for t in m.subscribed}
+
+    def check_commit(self, group_id: str, member_id: str, generation_or_epoch: int,
+                     api_version: int) -> int:
+        """KIP-848: commits are fenced by member epoch (OffsetCommit v9+)."""
+        group = self.groups[group_id]
+        if generation_or_epoch < 0 and not group.members:
+            return errors.NONE  # an admin commit to an empty group
+        member = group.members.get(member_id)
+        if member is None:
+            return errors.UNKNOWN_MEMBER_ID
+        if api_version < 9:
+            return UNSUPPORTED_VERSION
+        if generation_or_epoch != member.epoch:
+            return STALE_MEMBER_EPOCH
+        return errors.NONE
+
+    def tick(self, now: float) -> None:
+        """Session expiry (group.consumer.session.timeout.ms) and members that do not revoke
+        within their rebalance timeout: both leave the group."""
+        session = self.config.group_consumer_session_timeout_ms / 1000
+        for group in list(self.groups.values()):
+            for member in list(group.members.values()):
+                if now > member.last_heartbeat + session:
+                    log.info("consumer group %s: member %s session expired", group.group_id,
+                             member.member_id)
+                    self._remove(group, member)
+                elif member.revoke_deadline is not None and now > member.revoke_deadline:
+                    log.info("consumer group %s: member %s did not revoke in time",
+                             group.group_id, member.member_id)
+                    self._remove(group, member)
+
+    # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
+
+    def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        error = self._validate(req)
+        if error:
+            return HeartbeatResult(error[0], error[1], req.member_id)
+        group = self.groups.get(req.group_id)
+        if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+            if group is not None and req.member_id in group.members:
+                self._remove(group, group.members[req.member_id])
+            return HeartbeatResult(errors.NONE, None, req.member_id, req.member_epoch)
+        if group is None:
+            if req.member_epoch != 0:
+                return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, None, req.member_id)
+            if not self.coordinator.claim_group_id(req.group_id, GroupType.CONSUMER):
+                return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
+                                       f"Group {req.group_id} is not a consumer group.",
+                                       req.member_id)
+            group = self.groups[req.group_id] = ConsumerGroup(req.group_id)
+        member = group.members.get(req.member_id)
+        now = self.coordinator._now()
+        changed = False  # membership or subscription changed in this heartbeat
+        if member is None:
+            if req.member_epoch != 0:
+                return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, None, req.member_id)
+            if len(group.members) >= self.config.group_consumer_max_size:
+                return HeartbeatResult(errors.GROUP_MAX_SIZE_REACHED, None, req.member_id)
+            member = ConsumerMember(req.member_id, req.instance_id, req.rack_id, req.client_id,
+                                    req.client_host, req.rebalance_timeout_ms)
+            if req.instance_id is not None:
+                replaced = group.static.get(req.instance_id)
+                if replaced is not None and replaced in group.members:
+                    return HeartbeatResult(UNRELEASED_INSTANCE_ID,
+                                           f"Static member {req.instance_id} is still in use.",
+                                           req.member_id)
+                group.static[req.instance_id] = req.member_id
+            group.members[req.member_id] = member
+            changed = True
+        elif req.member_epoch != member.epoch:
+            # A lost answer may leave the member one epoch behind (Kafka accepts the previous
+            # epoch when it owns nothing it should not); anything else is fenced.
+            if not (req.member_epoch == member.previous_epoch and req.owned is not None
+                    and req.owned <= member.assigned):
+                return HeartbeatResult(FENCED_MEMBER_EPOCH,
+                                       "The consumer group member has a smaller member epoch "
+                                       "than expected" if req.member_epoch < member.epoch else
+                                       "The consumer group member has a greater member epoch "
+                                       "than expected", req.member_id)
+            member.last_sent = None
+        member.last_heartbeat = now
+        if req.rebalance_timeout_ms > 0:
+            member.rebalance_timeout_ms = req.rebalance_timeout_ms
+        if req.subscribed_topic_names is not None:
+            topics = set(req.subscribed_topic_names)
+            if topics != member.subscribed:
+                member.subscribed = topics
+                changed = True
+        if req.server_assignor is not None and req.server_assignor != member.server_assignor:
+            member.server_assignor = req.server_assignor
+            changed = True
+        sizes = self._topic_sizes(group)
+        # Kafka bumps the epoch once for the member's change and once more when the subscribed
+        # topics' metadata changed (a first subscription to a topic, partitions added).
+        group.group_epoch += int(changed) + int(sizes != group.topic_sizes)
+        if group.assignment_epoch < group.group_epoch:
+            self._compute_target(group, sizes)
+        self._reconcile(group, member, req.owned, now)
+        assignment = frozenset(member.assigned)
+        # Kafka answers with the assignment on a join, on a full request (a client recovering
+        # from an error sends every field) and when the assignment changed.
+        full = (req.rebalance_timeout_ms != -1 and req.owned is not None
+                and (req.subscribed_topic_names is not None or bool(req.subscribed_topic_regex)))
+        send = assignment if (assignment != member.last_sent or req.member_epoch == 0
+                              or full) else None
+        member.last_sent = assignment
+        return HeartbeatResult(errors.NONE, None, member.member_id, member.epoch,
+                               self.config.group_consumer_heartbeat_interval_ms, send)
+
+    def _validate(self, req: HeartbeatRequest) -> tuple[int, str] | None:
+        if not req.group_id:
+            return errors.INVALID_REQUEST, "GroupId can't be empty."
+        if not req.member_id:
+            return errors.INVALID_REQUEST, "MemberId can't be empty."
+        if req.member_epoch == 0:
+            if req.rebalance_timeout_ms < 0:
+                return errors.INVALID_REQUEST, \
+                    "RebalanceTimeoutMs must be provided in first request."
+            if req.owned is None or req.owned:
+                return errors.INVALID_REQUEST, \
+                    "TopicPartitions must be empty when (re-)joining."
+            if req.subscribed_topic_names is None and not req.subscribed_topic_regex:
+                return errors.INVALID_REQUEST, \
+                    "SubscribedTopicNames or SubscribedTopicRegex must be set in first request."
+        elif req.member_epoch < STATIC_LEAVE_EPOCH:
+            return errors.INVALID_REQUEST, f"MemberEpoch {req.member_epoch} is invalid."
+        if req.subscribed_topic_regex:  # "" clears a regex (librdkafka sends it with names)
+            return errors.INVALID_REQUEST, \
+                "SubscribedTopicRegex is not supported by this broker; subscribe by topic names."
+        if req.server_assignor is not None and req.server_assignor not in self.assignors:
+            return UNSUPPORTED_ASSIGNOR, \
+                f"ServerAssignor {req.server_assignor} is not supported. Supported " \
+                f"assignors: {', '.join(self.assignors)}."
+        return None
+
+    # -- assignment ----------------------------------------------------------------------------
+
+    def _topic_sizes(self, group: ConsumerGroup) -> dict[str, int]:
+        topics = self.coordinator.broker.topics.topics
+        wanted = {t for m in group.members.values() for t in m.subscribed}
+        return {t: len(topics[t].partitions) for t in wanted if t in topics}
+
+    def _compute_target(self, group: ConsumerGroup, sizes: dict[str, int]) -> None:
+        chosen = next((m.server_assignor for m in group.members.values() if m.server_assignor),
+                      self.assignors[0])
+        assign = ASSIGNORS[chosen]
+        current = {mid: m.assigned | m.revoking for mid, m in group.members.items()}
+        group.target = assign({mid: m.subscribed for mid, m in group.members.items()}, sizes,
+                              current)
+        group.topic_sizes = sizes
+        group.assignment_epoch = group.group_epoch
+        log.info("consumer group %s: target assignment at epoch %d (%s)", group.group_id,
+                 group.assignment_epoch, chosen)
+
+    def _reconcile(self, group: ConsumerGroup, member: ConsumerMember,
+                   owned: frozenset[TopicPartition] | None, now: float) -> None:
+        """One step of KIP-848's reconciliation for ``member``."""
+        if member.revoking and owned is not None and not (owned & member.revoking):
+            member.revoking = set()  # its heartbeat shows them released
+            member.revoke_deadline = None
+        if member.revoking:
+            return  # still waiting for the member to let go
+        target = group.target.get(member.member_id, set())
+        to_revoke = member.assigned - target
+        if to_revoke:
+            member.assigned -= to_revoke
+            member.revoking = to_revoke
+            member.revoke_deadline = now + member.rebalance_timeout_ms / 1000
+            return
+        free = target - member.assigned - group.owned_elsewhere(member.member_id)
+        member.assigned |= free
+        if member.epoch != group.assignment_epoch:
+            member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
+
+    def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        del group.members[member.member_id]
+        if member.instance_id is not None and group.static.get(member.instance_id) == \
+                member.member_id:
+            del group.static[member.instance_id]
+        group.group_epoch += 1
+        if group.members:
+            self._compute_target(group, self._topic_sizes(group))
+        else:
+            group.target = {}
+            group.assignment_epoch = group.group_epoch
