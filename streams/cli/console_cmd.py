@@ -17,6 +17,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_bootstrap_argument(console)
     console.add_argument("--connect-url", metavar="URL",
                          help="a Kafka Connect worker's REST address, e.g. http://127.0.0.1:8083")
+    console.add_argument("--registry-url", metavar="URL",
+                         help="the schema registry, to decode Avro, Protobuf and JSON Schema "
+                              "records in the message browser")
     console.add_argument("--host", default="127.0.0.1",
                          help="address to listen on (default 127.0.0.1: this machine only)")
     console.add_argument("--port", type=int, default=8080, help="port (default 8080)")
@@ -54,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     app = build_app(Cluster(args), read_only=args.read_only, connect_url=args.connect_url,
-                    users=users)
+                    users=users, registry_url=args.registry_url)
     scheme = "https" if context else "http"
     try:
         web.run_app(app, host=args.host, port=args.port, ssl_context=context,

@@ -100,6 +100,10 @@ class Cluster:
             return {}, {}
         return (await self.consumer.beginning_offsets(tps), await self.consumer.end_offsets(tps))
 
+    async def topic_names(self) -> set[str]:
+        assert self.admin is not None
+        return set(await self.admin.list_topics())
+
     async def topic(self, name: str) -> dict[str, Any]:
         """Partitions (leader, replicas, ISR, offsets) and every config with its source."""
         assert self.admin is not None

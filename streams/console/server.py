@@ -21,6 +21,7 @@ import aiohttp
 from aiohttp import web
 
 from . import html as h
+from . import messages
 from .cluster import Cluster, ConsoleError
 from .connect_rest import ConnectRest
 
@@ -146,8 +147,10 @@ async def topic_page(request: web.Request) -> web.Response:
         '<input name="key" placeholder="retention.ms" required> '
         '<input name="value" placeholder="value (empty: back to default)"> '))
     delete = h.post_form(base + "/delete", token, "Delete topic")
+    body_link = f'<p><a id="browse-link" href="{h.esc(base)}/messages">Browse messages</a></p>'
+
     return _html(request, f"Topic {name}",
-                 f"<h2>Partitions</h2>{parts}<h2>Configs</h2>{edit}{configs}"
+                 f"{body_link}<h2>Partitions</h2>{parts}<h2>Configs</h2>{edit}{configs}"
                  f"<h2>Danger</h2>{delete}", refresh=10)
 
 
@@ -204,6 +207,75 @@ async def alter_topic(request: web.Request) -> web.Response:
         request, what,
         lambda: request.app[CLUSTER].alter_topic_config(name, key, value or None),
         what.replace("Set", "Set", 1) + ": done.", "/topics/" + h.quote(name, safe=""))
+
+
+def _optional_int(query: Any, key: str) -> int | None:
+    raw = (query.get(key) or "").strip()
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConsoleError(f"{key}: expected a whole number, got {raw!r}") from None
+
+
+async def messages_page(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    q = request.query
+    settings = request.app[SETTINGS]
+    if name not in await request.app[CLUSTER].topic_names():
+        raise ConsoleError(f"topic {name!r} does not exist")
+    key_format = q.get("key_format") or "string"
+    value_format = q.get("value_format") or "string"
+    rows = await messages.browse(
+        request.app[CLUSTER].args, name, partition=_optional_int(q, "partition"),
+        offset=_optional_int(q, "offset"), timestamp_ms=_optional_int(q, "timestamp"),
+        key_filter=q.get("key") or "", key_format=key_format, value_format=value_format,
+        limit=_optional_int(q, "limit") or 50, registry_url=settings["registry_url"])
+    if request.path.startswith("/api/"):
+        return _json(rows)
+
+    def choice(field: str, chosen: str) -> str:
+        options = "".join(f'<option{" selected" if f == chosen else ""}>{h.esc(f)}</option>'
+                          for f in messages.FORMATS)
+        return f'<select name="{field}">{options}</select>'
+
+    def box(field: str, hint: str) -> str:
+        return (f'<input name="{field}" placeholder="{hint}" size="12" '
+                f'value="{h.esc(q.get(field, ""))}">')
+    search = (f'<form method="get" id="browse">{box("partition", "partition (all)")} '
+              f'{box("offset", "offset (last)")} {box("timestamp", "timestamp ms")} '
+              f'{box("key", "key contains")} {box("limit", "limit (50)")} '
+              f'key {choice("key_format", key_format)} value '
+              f'{choice("value_format", value_format)} <button>Browse</button></form>')
+    produce_form = h.post_form(
+        "/topics/" + h.quote(name, safe="") + "/produce", settings["csrf"], "Produce",
+        '<input name="key" placeholder="key (optional)"> '
+        '<input name="value" placeholder="value (string)" size="40"> ')
+    table = h.table(["Partition", "Offset", "Timestamp", "Key", "Value", "Headers"],
+                    [[r["partition"], r["offset"], r["timestamp"], r["key"] or "",
+                      r["value"] if r["value"] is not None else "(null)",
+                      ", ".join(f"{k}={v}" for k, v in r["headers"])] for r in rows],
+                    "messages")
+    return _html(request, f"Messages of {name}",
+                 f"{search}<p>{len(rows)} records</p>{table}<h2>Produce</h2>{produce_form}")
+
+
+async def produce_message(request: web.Request) -> web.Response:
+    name = request.match_info["name"]
+    form = await request.post()
+    key, value = str(form.get("key", "")), str(form.get("value", ""))
+
+    async def send() -> None:
+        partition, offset = await messages.produce(request.app[CLUSTER].args, name,
+                                                   key or None, value)
+        sent.append(f"partition {partition}, offset {offset}")
+    sent: list[str] = []
+    response = await _confirm_or(request, f"Produce {value!r} (key {key!r}) to {name}", send,
+                                 "Produced.", "/topics/" + h.quote(name, safe="") + "/messages")
+    if sent:
+        response.text = response.text.replace("Produced.", f"Produced at {sent[0]}.")
+    return response
 
 
 # --- groups -----------------------------------------------------------------------------------
@@ -328,11 +400,13 @@ async def index(_request: web.Request) -> web.Response:
 
 
 def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | None = None,
-              users: dict[str, str] | None = None) -> web.Application:
+              users: dict[str, str] | None = None,
+              registry_url: str | None = None) -> web.Application:
     app = web.Application(middlewares=[guard])
     app[CLUSTER] = cluster
     settings: dict[str, Any] = {"read_only": read_only, "csrf": secrets.token_urlsafe(32),
-                                "users": users or {}, "connect": None}
+                                "users": users or {}, "connect": None,
+                                "registry_url": registry_url}
     app[SETTINGS] = settings
 
     async def on_startup(app: web.Application) -> None:
@@ -354,12 +428,14 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     for prefix in ("", "/api"):
         r.add_get(prefix + "/topics", topics_page)
         r.add_get(prefix + "/topics/{name}", topic_page)
+        r.add_get(prefix + "/topics/{name}/messages", messages_page)
         r.add_get(prefix + "/groups", groups_page)
         r.add_get(prefix + "/groups/{group}", group_page)
         r.add_get(prefix + "/connectors", connectors_page)
         r.add_get(prefix + "/connectors/{name}", connector_page)
     r.add_post("/topics", create_topic)
     r.add_post("/topics/{name}/delete", delete_topic)
+    r.add_post("/topics/{name}/produce", produce_message)
     r.add_post("/topics/{name}/config", alter_topic)
     r.add_post("/connectors/{name}/config", connector_config)
     r.add_post("/connectors/{name}/{action}", connector_action)

@@ -28,6 +28,22 @@ if CHROMIUM is None:
 
 SHOTS = os.environ.get("CONSOLE_SCREENSHOTS")  # a folder: save a screenshot of each page
 PRODUCED, CONSUMED = 10, 6
+USER = {"type": "record", "name": "User", "fields": [
+    {"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
+
+
+def _produce_avro(bootstrap: str, registry_url: str) -> None:
+    """people: one Avro record written as Confluent's serializer writes it."""
+    from confluent_kafka import Producer
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroSerializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
+    avro = AvroSerializer(SchemaRegistryClient({"url": registry_url}), json.dumps(USER))
+    producer = Producer({"bootstrap.servers": bootstrap})
+    producer.produce("people", avro({"name": "ada", "age": 36},
+                                    SerializationContext("people", MessageField.VALUE)))
+    assert producer.flush(30) == 0
 
 
 def _prepare_data(bootstrap: str) -> None:
@@ -59,13 +75,14 @@ def _prepare_data(bootstrap: str) -> None:
 class Console:
     """`streams console` as a user starts it, in its own process."""
 
-    def __init__(self, bootstrap: str, connect_url: str, *extra: str) -> None:
+    def __init__(self, bootstrap: str, connect_url: str, registry_url: str,
+                 *extra: str) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "streams.cli.main", "console", "--bootstrap-servers",
-             bootstrap, "--connect-url", connect_url, "--port", str(self.port), *extra],
+             bootstrap, "--connect-url", connect_url, "--registry-url", registry_url, "--port", str(self.port), *extra],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         wait_until(self._up, timeout=30)
 
@@ -86,14 +103,17 @@ class Console:
 @pytest.fixture(scope="module")
 def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     from connect.runtime.background import BackgroundWorker
+    from streams.registry import SchemaRegistry
 
     tmp = tmp_path_factory.mktemp("console")
     broker = EmbeddedBroker(tmp / "broker").start()
-    worker = None
+    worker = registry = None
     consoles: list[Console] = []
     try:
-        create_topics(broker.bootstrap, {"orders": 1, "wide": 3, "lines": 1})
+        create_topics(broker.bootstrap, {"orders": 1, "wide": 3, "lines": 1, "people": 1})
         _prepare_data(broker.bootstrap)
+        registry = SchemaRegistry(broker.bootstrap, port=0).__enter__()
+        _produce_avro(broker.bootstrap, registry.url)
         worker = BackgroundWorker.standalone(broker.bootstrap, tmp / "connect.offsets", {
             "offset.flush.interval.ms": "200",
             "key.converter": "org.apache.kafka.connect.storage.StringConverter",
@@ -101,8 +121,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         (tmp / "input.txt").write_text("one\ntwo\n")
         worker.put_connector({"name": "file-source", "connector.class": "FileStreamSource",
                               "file": str(tmp / "input.txt"), "topic": "lines"})
-        consoles.append(Console(broker.bootstrap, worker.url))
-        consoles.append(Console(broker.bootstrap, worker.url, "--read-only"))
+        consoles.append(Console(broker.bootstrap, worker.url, registry.url))
+        consoles.append(Console(broker.bootstrap, worker.url, registry.url, "--read-only"))
         yield {"broker": broker, "worker": worker, "console": consoles[0],
                "read_only": consoles[1]}
     finally:
@@ -110,6 +130,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             console.stop()
         if worker is not None:
             worker.stop()
+        if registry is not None:
+            registry.__exit__(None, None, None)
         broker.stop()
 
 
@@ -213,6 +235,36 @@ def test_topic_writes_create_alter_delete(system: dict[str, Any], page: Any) -> 
     wait_until(gone, timeout=30)
 
 
+def test_message_browser_decodes_filters_and_produces(system: dict[str, Any],
+                                                       page: Any) -> None:
+    console = system["console"]
+    visit(page, console.url + "/topics/orders")
+    page.click("#browse-link")
+    assert page.locator("#messages tbody tr").count() == PRODUCED
+    page.fill("input[name=key]", "k3")
+    page.get_by_role("button", name="Browse").click()
+    cells = page.locator("#messages tbody tr").first.locator("td")
+    assert page.locator("#messages tbody tr").count() == 1
+    assert [cells.nth(i).inner_text() for i in (1, 3, 4)] == ["3", "k3", "order-3"]
+    visit(page, console.url + "/topics/orders/messages?offset=8", "messages")
+    assert page.locator("#messages tbody tr").count() == 2
+
+    visit(page, console.url + "/topics/people/messages")
+    page.select_option("select[name=value_format]", "avro")
+    page.get_by_role("button", name="Browse").click()
+    value = page.locator("#messages tbody tr").first.locator("td").nth(4).inner_text()
+    assert json.loads(value) == {"name": "ada", "age": 36}
+    assert page.console_errors == []
+
+    visit(page, console.url + "/topics/lines/messages")
+    page.fill("input[name=value]", "typed in the browser")
+    page.get_by_role("button", name="Produce").click()
+    confirm(page)
+    assert "Produced at partition 0" in page.locator("#outcome").inner_text()
+    visit(page, console.url + "/topics/lines/messages?key=&value_format=string")
+    assert page.locator("#messages tbody tr", has_text="typed in the browser").count() == 1
+
+
 def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: Any) -> None:
     console = system["console"]
     visit(page, console.url + "/groups", "groups")
@@ -277,7 +329,8 @@ def test_read_only_console_refuses_every_write(system: dict[str, Any], page: Any
     page.get_by_role("button", name="Create topic").click()
     assert "--read-only" in page.locator(".error").inner_text()
     for path, button in (("/topics/orders", "Delete topic"),
-                         ("/connectors/file-source", "Pause")):
+                         ("/connectors/file-source", "Pause"),
+                         ("/topics/lines/messages", "Produce")):
         page.goto(console.url + path)
         page.get_by_role("button", name=button).click()
         assert "--read-only" in page.locator(".error").inner_text()
