@@ -145,7 +145,7 @@ class ShareGroupProtocol(GroupProtocol):
         if not group_id:
             return HeartbeatResult(errors.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
-            return HeartbeatResult(errors.INVALID_REQUEST, "MemberId can't be empty.")
+            return HeartbeatResult(errors.INVALID_REQUEST)  # Kafka 4.4 sends no message
         if member_epoch == 0 and not subscribed:
             return HeartbeatResult(
                 errors.INVALID_REQUEST,
@@ -153,12 +153,14 @@ class ShareGroupProtocol(GroupProtocol):
             )
         group = self.groups.get(group_id)
         if group is None:
-            if member_epoch != 0:
-                return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
-                                       f"Group {group_id} not found.")
-            if not self.coordinator.claim_group_id(group_id, GroupType.SHARE):
+            # Kafka never turns another type's group (even an empty classic one) into a
+            # share group.
+            if self.coordinator.group_type(group_id) not in (None, GroupType.SHARE):
                 return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
                                        f"Group {group_id} is not a share group.")
+            if member_epoch != 0:
+                return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
+                                       f"Share group {group_id} not found.")
             group = self.groups[group_id] = ShareGroup(group_id)
         member = group.members.get(member_id)
         if member_epoch == -1:
@@ -176,10 +178,12 @@ class ShareGroupProtocol(GroupProtocol):
                                  client_id, client_host, rack_id)
             group.members[member_id] = member
         elif member_epoch not in (0, member.epoch):
+            which = "greater" if member_epoch > member.epoch else "smaller"
             return HeartbeatResult(
                 errors.FENCED_MEMBER_EPOCH,
-                f"The share group member has a smaller member epoch ({member_epoch}) than "
-                f"the one known by the group coordinator ({member.epoch}).",
+                f"The share group member has a {which} member epoch ({member_epoch}) than "
+                f"the one known by the group coordinator ({member.epoch}). The member must "
+                "abandon all its partitions and rejoin.",
             )
         member.last_seen = now
         if subscribed is not None and frozenset(subscribed) != member.subscribed:
@@ -187,8 +191,12 @@ class ShareGroupProtocol(GroupProtocol):
             group.epoch += 1
         if member.epoch != group.epoch:
             member.epoch = group.epoch
+        assignment = self.assignment(member)
+        for topic, partitions in assignment.items():  # Kafka initializes on assignment
+            for partition in partitions:
+                self.share_partition(group_id, topic, partition)
         return HeartbeatResult(errors.NONE, member_id=member_id, epoch=member.epoch,
-                               assignment=self.assignment(member))
+                               assignment=assignment)
 
     def assignment(self, member: ShareMember) -> dict[str, list[int]]:
         """Every existing partition of every subscribed topic."""

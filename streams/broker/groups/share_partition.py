@@ -207,10 +207,10 @@ class SharePartition:
     # -- acknowledging -------------------------------------------------------------------------
 
     def acknowledge(self, member_id: str, batches: Iterable[AckBatch]) -> int:
-        """Apply acknowledgements atomically: every offset (gaps aside) must be ACQUIRED by
-        ``member_id``, else nothing changes and INVALID_RECORD_STATE is returned (Kafka's
-        answer for acks of records never acquired, already acknowledged or held by another
-        member). Returns 0 on success."""
+        """Apply acknowledgements atomically: every offset (gaps and offsets before the start
+        offset aside, as Kafka) must be ACQUIRED by ``member_id``, else nothing changes and
+        INVALID_RECORD_STATE is returned (Kafka's answer for acks of records never acquired,
+        already acknowledged or held by another member). Returns 0 on success."""
         todo: list[tuple[int, AcknowledgeType]] = []
         for batch in batches:
             if batch.last_offset < batch.first_offset or (
@@ -219,8 +219,8 @@ class SharePartition:
                 return INVALID_RECORD_STATE
             for offset in range(batch.first_offset, batch.last_offset + 1):
                 kind = batch.type_at(offset)
-                if kind is AcknowledgeType.GAP:
-                    continue
+                if kind is AcknowledgeType.GAP or offset < self.start_offset:
+                    continue  # Kafka skips what lies before the start offset: complete
                 rec = self.records.get(offset)
                 if rec is None or rec.state is not RecordState.ACQUIRED or (
                     rec.member_id != member_id

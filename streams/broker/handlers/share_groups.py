@@ -62,6 +62,7 @@ async def share_group_heartbeat(broker: Broker, ctx: RequestContext, request: An
     )
     if result.error:
         return {**fail, "error_code": result.error, "error_message": result.message}
+    await protocol.persist(request.group_id, ())  # share-partitions initialized on assignment
     body: dict[str, Any] = {
         "throttle_time": 0, "error_code": 0, "member_id": result.member_id,
         "member_epoch": result.epoch, "heartbeat_interval": protocol.heartbeat_interval_ms,
@@ -131,16 +132,12 @@ def _acknowledge(protocol: ShareGroupProtocol, group_id: str, member_id: str, to
 def _check_member(broker: Broker, ctx: RequestContext, protocol: ShareGroupProtocol,
                   group_id: str | None, member_id: str | None, epoch: int
                   ) -> tuple[int, str | None]:
-    """A new session needs a group member; a running one may outlive the member's leave
-    heartbeat (the final acknowledgements travel beside it)."""
+    """Kafka 4.4 does not ask the group whether the member is in it: a share session is
+    keyed by group and member id, and record locks keep members apart."""
     if not group_id or not member_id:
         return errors.INVALID_REQUEST, "GroupId and MemberId are required."
     if not broker.security.allowed(ctx, READ, GROUP, group_id):
         return GROUP_AUTHORIZATION_FAILED, None
-    if epoch != 0 and protocol.has_session(group_id, member_id):
-        return 0, None
-    if not protocol.is_member(group_id, member_id):
-        return errors.UNKNOWN_MEMBER_ID, f"Member {member_id} is not a member of {group_id}."
     return 0, None
 
 
@@ -169,6 +166,8 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
                                    request.share_session_epoch)
     if error:
         return {**top, "error_code": error, "error_message": message}
+    if not protocol.has_group(group_id):
+        return _no_share_group(broker, ctx, request, top)
     error, session = _session(protocol, group_id, member_id, request.share_session_epoch)
     if error or session is None:
         return {**top, "error_code": error}
@@ -217,6 +216,20 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
     return {**top, "error_code": 0, "node_endpoints": _endpoints(broker, ctx),
             "responses": [{"topic_id": tid, "partitions": parts}
                           for tid, parts in responses.items()] + unknown}
+
+
+def _no_share_group(broker: Broker, ctx: RequestContext, request: Any, top: dict[str, Any]
+                    ) -> dict[str, Any]:
+    """No share group of that id (none, or another type's): Kafka opens no session and
+    answers each partition with the share coordinator's refusal to read uninitialized state."""
+    if request.share_session_epoch != 0:
+        return {**top, "error_code": errors.SHARE_SESSION_NOT_FOUND}
+    message = "Read operation on uninitialized share partition not allowed."
+    return {**top, "error_code": 0, "node_endpoints": _endpoints(broker, ctx), "responses": [
+        {"topic_id": t.topic_id or _NO_TOPIC, "partitions": [
+            {**_partition_entry(p.partition_index), "error_code": errors.UNKNOWN_SERVER_ERROR,
+             "error_message": message} for p in t.partitions]}
+        for t in request.topics]}
 
 
 async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
@@ -348,6 +361,8 @@ async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
         return {**top, "error_code": error, "error_message": message}
     if request.share_session_epoch == 0:  # acknowledging needs a session
         return {**top, "error_code": errors.INVALID_SHARE_SESSION_EPOCH}
+    if not protocol.has_group(group_id):
+        return {**top, "error_code": errors.SHARE_SESSION_NOT_FOUND}
     error, session = _session(protocol, group_id, member_id, request.share_session_epoch)
     if error or session is None:
         return {**top, "error_code": error}
