@@ -26,8 +26,10 @@ def unique(prefix: str) -> str:
 
 
 class Member:
-    def __init__(self, side: Side, group: str, topic: str, topic_id: Any) -> None:
+    def __init__(self, side: Side, group: str, topic: str, topic_id: Any,
+                 instance_id: str | None = None) -> None:
         self.side, self.group, self.topic, self.topic_id = side, group, topic, topic_id
+        self.instance_id = instance_id
         self.member_id = uuid.uuid4().hex[:22]
         self.epoch = 0
         self.owned: list[int] = []
@@ -36,7 +38,7 @@ class Member:
                   owned: list[int] | None = None) -> dict[str, Any]:
         body = {"group_id": self.group, "member_id": self.member_id,
                 "member_epoch": self.epoch if epoch is None else epoch,
-                "instance_id": None, "rack_id": None,
+                "instance_id": self.instance_id, "rack_id": None,
                 "rebalance_timeout": 30000 if join else -1,
                 "subscribed_topic_names": [self.topic] if join else None,
                 "subscribed_topic_regex": None, "server_assignor": None,
@@ -88,17 +90,22 @@ def assign_at_once(side: Side) -> None:
     assert answer["responses"][0]["error_code"] == "none", answer
 
 
+def prepare(side: Side, topic: str, group: str) -> Any:
+    """Immediate assignment, a 4-partition topic, the group's coordinator; the topic id."""
+    assign_at_once(side)
+    create_topic(side, topic, partitions=4)
+    find_coordinator(side, group)
+    metadata = side.call(3, {"topics": [{"name": topic, "topic_id": None}],
+                             "allow_auto_topic_creation": False,
+                             "include_topic_authorized_operations": False})
+    return uuid.UUID(str(metadata["topics"][0]["topic_id"]))
+
+
 def test_heartbeat_epochs_revocation_and_fencing(pair: Pair) -> None:
     topic, group, nobody = unique("k848"), unique("k848-group"), unique("none")
 
     def scenario(side: Side) -> Any:
-        assign_at_once(side)
-        create_topic(side, topic, partitions=4)
-        find_coordinator(side, group)
-        metadata = side.call(3, {"topics": [{"name": topic, "topic_id": None}],
-                                 "allow_auto_topic_creation": False,
-                                 "include_topic_authorized_operations": False})
-        topic_id = uuid.UUID(str(metadata["topics"][0]["topic_id"]))
+        topic_id = prepare(side, topic, group)
         a, b = Member(side, group, topic, topic_id), Member(side, group, topic, topic_id)
         out: dict[str, Any] = {"a joins": a.heartbeat(join=True),
                                "b joins": b.heartbeat(join=True),
@@ -127,7 +134,8 @@ def test_heartbeat_epochs_revocation_and_fencing(pair: Pair) -> None:
                 for key in ("assignment", "target_assignment"):
                     m[key] = sum(len(t["partitions"]) for t in m[key]["topic_partitions"])
             g["members"].sort(key=lambda m: m["member_id"])
-        out["described"] = described["groups"]
+        # Kafka answers groups per coordinator shard, not in request order.
+        out["described"] = sorted(described["groups"], key=lambda g: g["group_id"])
         out["a leaves"] = a.heartbeat(epoch=-1)
         out["b takes over"] = b.heartbeat()
         out["a commits after leaving"] = a.commit(2)
@@ -136,3 +144,35 @@ def test_heartbeat_epochs_revocation_and_fencing(pair: Pair) -> None:
 
     ours = pair.check(scenario)
     assert ours["overlap"] == [] and ours["b takes over"]["assigned"] == 4
+
+
+def test_static_member_leaves_and_comes_back(pair: Pair) -> None:
+    """Epoch -2 keeps a static member's partitions for its instance id; the instance rejoining
+    under a new member id gets them back with its epoch; a twin is UNRELEASED_INSTANCE_ID."""
+    topic, group = unique("k848s"), unique("k848s-group")
+
+    def scenario(side: Side) -> Any:
+        topic_id = prepare(side, topic, group)
+        a = Member(side, group, topic, topic_id, instance_id="instance-1")
+        b = Member(side, group, topic, topic_id)
+        out: dict[str, Any] = {"a joins": a.heartbeat(join=True),
+                               "b joins": b.heartbeat(join=True),
+                               "a revokes": a.heartbeat(), "a settles": a.heartbeat(),
+                               "b settles": b.heartbeat()}
+        kept = sorted(a.owned)
+        out["a leaves (static)"] = a.heartbeat(epoch=-2)
+        out["b meanwhile"] = b.heartbeat()
+        again = Member(side, group, topic, topic_id, instance_id="instance-1")
+        out["instance back"] = again.heartbeat(join=True)
+        out["same partitions"] = sorted(again.owned) == kept
+        twin = Member(side, group, topic, topic_id, instance_id="instance-1")
+        out["twin"] = twin.heartbeat(join=True)
+        out["instance heartbeat"] = again.heartbeat()
+        out["leave unknown member"] = Member(side, group, topic, topic_id).heartbeat(epoch=-1)
+        out["leave unknown group"] = Member(side, unique("nogroup"), topic,
+                                            topic_id).heartbeat(epoch=-1)
+        out["leave"] = [again.heartbeat(epoch=-1), b.heartbeat(epoch=-1)]
+        return out
+
+    ours = pair.check(scenario)
+    assert ours["same partitions"] and ours["twin"]["error_code"] == "unreleased_instance_id"

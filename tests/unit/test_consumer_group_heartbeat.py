@@ -38,8 +38,9 @@ async def call(broker: Broker, key: int, version: int, fields: dict[str, Any]) -
 
 
 class Member:
-    def __init__(self, broker: Broker, member_id: str) -> None:
+    def __init__(self, broker: Broker, member_id: str, instance_id: str | None = None) -> None:
         self.broker, self.member_id, self.epoch = broker, member_id, 0
+        self.instance_id = instance_id
         self.owned: set[int] = set()
 
     async def heartbeat(self, epoch: int | None = None, join: bool = False,
@@ -49,6 +50,7 @@ class Member:
         answer = await call(self.broker, HEARTBEAT, 1, {
             "group_id": "g", "member_id": self.member_id,
             "member_epoch": self.epoch if epoch is None else epoch,
+            "instance_id": self.instance_id,
             "rebalance_timeout": 30000 if join else -1,
             "subscribed_topic_names": ("t",) if join else None,
             "topic_partitions": () if join else (
@@ -173,5 +175,39 @@ def test_session_expiry_fences_the_late_member(tmp_path: Path) -> None:
         deleted = await call(broker, DELETE, 2, {"groups_names": ("g",)})
         assert deleted.results[0].error_code.value == errors.NONE
         assert broker.groups.group_type("g") is None
+
+    run(tmp_path, body)
+
+
+def test_static_member_keeps_its_partitions_across_a_restart(tmp_path: Path) -> None:
+    """Leaving with epoch -2 keeps the member's partitions for its group.instance.id; the same
+    instance under a new member id takes them over with its epoch, no reassignment; a second
+    process with that instance id while the first is active is UNRELEASED_INSTANCE_ID."""
+    async def body(broker: Broker) -> None:
+        a = Member(broker, "member-a", instance_id="instance-1")
+        b = Member(broker, "member-b")
+        await a.heartbeat(join=True)
+        await b.heartbeat(join=True)
+        await a.heartbeat()
+        await a.heartbeat()  # revoked half, now at the new epoch
+        await b.heartbeat()
+        assert len(a.owned) == len(b.owned) == 2
+        kept, epoch = set(a.owned), a.epoch
+        left = await a.heartbeat(epoch=-2)
+        assert (left.error_code.value, left.member_epoch) == (0, -2)
+        await b.heartbeat()
+        assert len(b.owned) == 2  # a's partitions wait for its instance id
+        again = Member(broker, "member-a2", instance_id="instance-1")
+        back = await again.heartbeat(join=True)
+        assert back.error_code.value == 0 and back.member_epoch == epoch
+        assert again.owned == kept
+        twin = Member(broker, "member-a3", instance_id="instance-1")
+        refused = await twin.heartbeat(join=True)
+        assert refused.error_code.value == 111  # UNRELEASED_INSTANCE_ID
+        assert (await again.heartbeat()).member_epoch == epoch and again.owned == kept
+        gone = await call(broker, HEARTBEAT, 1, {
+            "group_id": "nope", "member_id": "x", "member_epoch": -1,
+            "rebalance_timeout": -1, "topic_partitions": None})
+        assert gone.error_code.value == errors.GROUP_ID_NOT_FOUND
 
     run(tmp_path, body)

@@ -55,6 +55,9 @@ class ConsumerMember:
     revoke_deadline: float | None = None
     last_heartbeat: float = 0.0
     last_sent: frozenset[TopicPartition] | None = None  # the assignment last answered
+    # Left with epoch -2 (KIP-345 style): its partitions wait for the same group.instance.id
+    # until the session timeout ends.
+    left_static: bool = False
 
 
 @dataclass(slots=True)
@@ -190,8 +193,16 @@ class ConsumerGroups(GroupProtocol):
             return HeartbeatResult(error[0], error[1], req.member_id)
         group = self.groups.get(req.group_id)
         if req.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-            if group is not None and req.member_id in group.members:
-                self._remove(group, group.members[req.member_id])
+            if group is None:
+                return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
+                                       f"Group {req.group_id} not found.", req.member_id)
+            leaving = group.members.get(req.member_id)
+            if leaving is None:
+                return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, None, req.member_id)
+            if req.member_epoch == STATIC_LEAVE_EPOCH and leaving.instance_id is not None:
+                leaving.left_static = True  # keeps its partitions for its instance id
+            else:
+                self._remove(group, leaving)
             return HeartbeatResult(errors.NONE, None, req.member_id, req.member_epoch)
         if group is None:
             if req.member_epoch != 0:
@@ -209,17 +220,22 @@ class ConsumerGroups(GroupProtocol):
                 return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, None, req.member_id)
             if len(group.members) >= self.config.group_consumer_max_size:
                 return HeartbeatResult(errors.GROUP_MAX_SIZE_REACHED, None, req.member_id)
-            member = ConsumerMember(req.member_id, req.instance_id, req.rack_id, req.client_id,
-                                    req.client_host, req.rebalance_timeout_ms)
-            if req.instance_id is not None:
-                replaced = group.static.get(req.instance_id)
-                if replaced is not None and replaced in group.members:
-                    return HeartbeatResult(UNRELEASED_INSTANCE_ID,
-                                           f"Static member {req.instance_id} is still in use.",
-                                           req.member_id)
-                group.static[req.instance_id] = req.member_id
-            group.members[req.member_id] = member
-            changed = True
+            previous = group.members.get(group.static.get(req.instance_id or "", ""))
+            if previous is not None and not previous.left_static:
+                return HeartbeatResult(UNRELEASED_INSTANCE_ID,
+                                       f"Static member {req.instance_id} is still in use.",
+                                       req.member_id)
+            if previous is not None:
+                # The static member comes back under a new member id: it takes over the old
+                # member's epoch and partitions, no rebalance (KIP-848 static membership).
+                member = self._replace_static(group, previous, req)
+            else:
+                member = ConsumerMember(req.member_id, req.instance_id, req.rack_id,
+                                        req.client_id, req.client_host, req.rebalance_timeout_ms)
+                if req.instance_id is not None:
+                    group.static[req.instance_id] = req.member_id
+                group.members[req.member_id] = member
+                changed = True
         elif req.member_epoch != member.epoch:
             # A lost answer may leave the member one epoch behind (Kafka accepts the previous
             # epoch when it owns nothing it should not); anything else is fenced.
@@ -324,6 +340,22 @@ class ConsumerGroups(GroupProtocol):
         member.assigned |= free
         if member.epoch != group.assignment_epoch:
             member.previous_epoch, member.epoch = member.epoch, group.assignment_epoch
+
+    @staticmethod
+    def _replace_static(group: ConsumerGroup, previous: ConsumerMember, req: HeartbeatRequest
+                        ) -> ConsumerMember:
+        del group.members[previous.member_id]
+        previous.member_id = req.member_id
+        previous.left_static = False
+        previous.client_id, previous.client_host = req.client_id, req.client_host
+        previous.last_sent = None
+        group.members[req.member_id] = previous
+        assert req.instance_id is not None
+        old_id = group.static[req.instance_id]
+        group.static[req.instance_id] = req.member_id
+        if old_id in group.target:
+            group.target[req.member_id] = group.target.pop(old_id)
+        return previous
 
     def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
         del group.members[member.member_id]
