@@ -90,6 +90,12 @@ def test_share_consumers_split_flowing_records_exactly_once(tmp_path: Path) -> N
             return all(records == {} for _start, records in state.values())
         wait_until(all_acknowledged, 30, message="every record acknowledged")
         assert sum(start for start, _ in _share_state(broker, "sg").values()) == total
+        listed = subprocess.run(
+            [sys.executable, "-m", "streams.cli.main", "groups", "list",
+             "--bootstrap-servers", broker.bootstrap],
+            capture_output=True, text=True, timeout=60)
+        assert listed.returncode == 0, listed.stderr
+        assert "sg" in listed.stdout.split()  # `streams groups list` shows share groups
     finally:
         for consumer in consumers:
             consumer.close()

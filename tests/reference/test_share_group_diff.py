@@ -18,7 +18,7 @@ from helpers import EmbeddedBroker, create_topics
 from . import kafka
 from .wire import Connection
 
-HEARTBEAT, FETCH, ACK, METADATA, FIND_COORDINATOR, OFFSET_COMMIT = 76, 78, 79, 3, 10, 8
+HEARTBEAT, DESCRIBE, FETCH, ACK, METADATA, FIND_COORDINATOR, OFFSET_COMMIT = 76, 77, 78, 79, 3, 10, 8
 RETRIABLE = ("not_coordinator", "coordinator_load_in_progress")
 
 
@@ -65,6 +65,17 @@ def _script(bootstrap: str, tag: str) -> dict[str, Any]:
         def code(answer: dict[str, Any]) -> tuple[Any, Any]:
             return answer["error_code"], answer.get("error_message")
 
+        described = c.send(DESCRIBE, 1, {"group_ids": [share, classic, f"none-{tag}"],
+                                   "include_authorized_operations": False})
+        assert described is not None
+        out["describe"] = sorted([
+            (g["group_id"].replace(tag, "TAG"), g["error_code"],
+             (g["error_message"] or "").replace(tag, "TAG"), g["group_state"],
+             g["assignor_name"], [(m["member_id"], m["subscribed_topic_names"],
+                                   [(t["topic_name"].replace(tag, "TAG"), t["partitions"])
+                                    for t in m["assignment"]["topic_partitions"]])
+                                  for m in g["members"]])
+            for g in described["groups"]])  # Kafka answers in coordinator-shard order
         out["empty_member"] = code(hb(share, "", 0, [topic]))
         out["no_topics"] = code(hb(share, "m2", 0))
         fenced = hb(share, "m1", epoch + 5)
@@ -75,6 +86,11 @@ def _script(bootstrap: str, tag: str) -> dict[str, Any]:
                                   "member_id": "", "topics": [{"name": topic, "partitions": [
                                       {"partition_index": 0, "committed_offset": 1}]}]})
         out["classic_heartbeat"] = code(hb(classic, "m1", 0, [topic]))
+        classic_described = c.send(DESCRIBE, 1, {"group_ids": [classic],
+                                                 "include_authorized_operations": False})
+        assert classic_described is not None
+        out["describe_classic"] = [(g["error_code"], (g["error_message"] or "").replace(tag, "T"))
+                                   for g in classic_described["groups"]]
 
         def fetch(group: str, member: str, epoch: int, acks: list[dict[str, Any]] | None = None,
                   wait: int = 0) -> tuple[Any, ...]:

@@ -20,9 +20,10 @@ from ..groups.share import ShareGroupProtocol, ShareSession
 from ..groups.share_partition import AckBatch, AcknowledgeType, AcquiredRecord
 from ..protocol import ms
 from ..records import iter_batches
-from ..security.authorizer import GROUP, READ, TOPIC
+from ..security.authorizer import DESCRIBE, GROUP, READ, TOPIC
 from ..topics import TopicError
 from . import handles
+from .authorized import GROUP_OPERATIONS, NOT_REQUESTED
 
 if TYPE_CHECKING:
     from ..protocol import RequestContext
@@ -73,6 +74,52 @@ async def share_group_heartbeat(broker: Broker, ctx: RequestContext, request: An
             for name, parts in result.assignment.items()
         ]}
     return body
+
+
+# -- ShareGroupDescribe -------------------------------------------------------------------------
+
+
+@handles(77, 1, 1)
+async def share_group_describe(broker: Broker, ctx: RequestContext, request: Any
+                               ) -> dict[str, Any]:
+    protocol = _protocol(broker)
+    requested = bool(request.include_authorized_operations)
+    described = []
+    for group_id in request.group_ids:
+        entry: dict[str, Any] = {"group_id": group_id, "error_code": 0, "group_state": "",
+                                 "group_epoch": -1, "assignment_epoch": -1,
+                                 "assignor_name": "", "members": [],
+                                 "authorized_operations": NOT_REQUESTED}
+        described.append(entry)
+        if not broker.security.allowed(ctx, DESCRIBE, GROUP, group_id):
+            entry["error_code"] = GROUP_AUTHORIZATION_FAILED
+            continue
+        group = protocol.groups.get(group_id)
+        if group is None:
+            entry["error_code"] = errors.GROUP_ID_NOT_FOUND
+            other = broker.groups.group_type(group_id)
+            entry["error_message"] = (f"Group {group_id} is not a share group."
+                                      if other is not None else
+                                      f"Group {group_id} not found.")
+            continue
+        members = []
+        for member in sorted(group.members.values(), key=lambda m: m.member_id):
+            members.append({
+                "member_id": member.member_id, "rack_id": member.rack_id,
+                "member_epoch": member.epoch, "client_id": member.client_id,
+                "client_host": member.client_host,
+                "subscribed_topic_names": sorted(member.subscribed),
+                "assignment": {"topic_partitions": [
+                    {"topic_id": broker.topics.topics[name].topic_id, "topic_name": name,
+                     "partitions": parts}
+                    for name, parts in protocol.assignment(member).items()]},
+            })
+        entry.update(
+            group_state=group.state, group_epoch=group.epoch, assignment_epoch=group.epoch,
+            assignor_name="simple", members=members,
+            authorized_operations=broker.security.authorized_operations(
+                ctx, GROUP, group_id, GROUP_OPERATIONS) if requested else NOT_REQUESTED)
+    return {"throttle_time": 0, "groups": described}
 
 
 # -- shared by ShareFetch and ShareAcknowledge --------------------------------------------------
