@@ -130,6 +130,7 @@ class BrokerMetrics(ServedMetrics):
                   domain="kafka.controller", description="Always 0 while the broker serves")
         reg.add_collector(self._log_samples)
         reg.add_collector(self._group_samples)
+        reg.add_collector(self._share_group_samples)
 
     def _connections(self) -> int:
         return len(getattr(self.broker, "_connections", ()))
@@ -185,6 +186,29 @@ class BrokerMetrics(ServedMetrics):
                              "Estimated age of the oldest unconsumed record, seconds")
                 yield Sample("kafka", "consumergroup", "committed_offset", GAUGE, tags, offset,
                              "The group's committed offset")
+
+    def _share_group_samples(self) -> Iterator[Sample]:
+        """KIP-932 share groups: members, and per share-partition the lag (records not yet
+        acknowledged or archived, Kafka's share-partition lag), the records locked to a member
+        right now, and the start offset."""
+        protocols = getattr(self.broker.groups, "protocols", {})
+        share = next((p for p in protocols.values() if p.group_type.value == "share"), None)
+        if share is None:
+            return
+        for group_id, group in list(share.groups.items()):
+            yield Sample("kafka", "sharegroup", "members", GAUGE, {"group": group_id},
+                         len(group.members), "Members of the share group")
+        for key, part in list(share.partitions.items()):
+            plog = self._partition(key.topic, key.partition)
+            if plog is None:
+                continue
+            tags = {"group": key.group_id, "topic": key.topic, "partition": key.partition}
+            yield Sample("kafka", "sharegroup", "lag", GAUGE, tags, part.lag(plog.next_offset),
+                         "Records of the share-partition not yet acknowledged or archived")
+            yield Sample("kafka", "sharegroup", "in_flight_records", GAUGE, tags,
+                         part.in_flight(), "Records acquired by a member, lock not expired")
+            yield Sample("kafka", "sharegroup", "start_offset", GAUGE, tags, part.start_offset,
+                         "The share-partition start offset (SPSO)")
 
     def _partition(self, topic: str, partition: int) -> Any:
         found = self.broker.topics.topics.get(topic)

@@ -17,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import Producer, ShareConsumer
 from helpers import BrokerProcess, EmbeddedBroker, create_topics, wait_until
+from metrics.scrape import scrape, value
 
 from streams.broker.groups.protocols import GroupType
 
@@ -119,7 +120,8 @@ _HOLDER = textwrap.dedent("""
 
 def test_killed_consumer_records_are_redelivered_after_the_lock(tmp_path: Path) -> None:
     broker = EmbeddedBroker(tmp_path / "b", group_share_record_lock_duration_ms=2000,
-                            group_share_min_record_lock_duration_ms=1000).start()
+                            group_share_min_record_lock_duration_ms=1000,
+                            metrics_listener="http://127.0.0.1:0").start()
     holder: subprocess.Popen[str] | None = None
     consumer: ShareConsumer | None = None
     try:
@@ -135,6 +137,9 @@ def test_killed_consumer_records_are_redelivered_after_the_lock(tmp_path: Path) 
         assert holder.stdout is not None
         held = {int(o) for o in holder.stdout.readline().split()}
         assert held, "the holder got records"
+        labels = {"group": "sg", "topic": "q", "partition": 0}
+        metrics = scrape(broker.broker.metrics.url)  # type: ignore[union-attr]
+        assert value(metrics, "kafka_sharegroup_lag", **labels) == 50  # none acknowledged
         holder.send_signal(signal.SIGKILL)
         holder.wait(10)
         consumer = _consumer(broker.bootstrap, "sg", **{"share.acknowledgement.mode": "explicit"})
@@ -153,6 +158,11 @@ def test_killed_consumer_records_are_redelivered_after_the_lock(tmp_path: Path) 
         assert all(seen[o] == 1 for o in set(seen) - held)
         wait_until(lambda: _share_state(broker, "sg")[("q", 0)] == (50, {}), 30,
                    message="start offset past every record")
+        metrics = scrape(broker.broker.metrics.url)  # type: ignore[union-attr]
+        labels = {"group": "sg", "topic": "q", "partition": 0}
+        assert value(metrics, "kafka_sharegroup_lag", **labels) == 0
+        assert value(metrics, "kafka_sharegroup_in_flight_records", **labels) == 0
+        assert value(metrics, "kafka_sharegroup_start_offset", **labels) == 50
     finally:
         if holder is not None and holder.poll() is None:
             holder.kill()
