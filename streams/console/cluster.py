@@ -18,6 +18,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
+from aiokafka.protocol.admin import DescribeGroupsRequest_v2
+from aiokafka.protocol.api import Request
 
 from ..cli.client import (
     REQUEST_TIMEOUT_MS,
@@ -27,9 +29,25 @@ from ..cli.client import (
     start_client,
 )
 from ..kafka import admin as kadmin
+from ..kafka_internals import send_to_node
 
 SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
 LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API view)
+
+
+class DescribeGroupsV2(Request[DescribeGroupsRequest_v2]):
+    """DescribeGroups pinned to v2: aiokafka 0.14 sends v3 but reads the answer with v2's
+    layout, which lacks v3's authorized_operations, so a response with two or more groups is
+    misread (the second group's fields shift) or fails to decode."""
+
+    API_KEY = 15
+
+    def __init__(self, groups: list[str]) -> None:
+        self.groups = groups
+
+    def build(self, request_struct_class: type[DescribeGroupsRequest_v2]
+              ) -> DescribeGroupsRequest_v2:
+        return request_struct_class(self.groups)
 
 
 class ConsoleError(Exception):
@@ -199,9 +217,7 @@ class Cluster:
         for node, listed in (await self._groups_by_coordinator()).items():
             if not listed:
                 continue
-            responses = await self.admin.describe_consumer_groups(
-                [g for g, *_ in listed], group_coordinator_id=node)
-            for response in responses:
+            for response in await self._describe_groups([g for g, *_ in listed], node):
                 for g in response.to_object()["groups"]:
                     rows.append({"group": g["group"], "state": g["state"],
                                  "protocol_type": g["protocol_type"],
@@ -209,6 +225,11 @@ class Cluster:
                                  "error": error_message(g["error_code"])
                                  if g["error_code"] else None})
         return sorted(rows, key=lambda r: r["group"])
+
+    async def _describe_groups(self, group_ids: list[str], node: int) -> list[Any]:
+        """One DescribeGroups v2 for all of a coordinator's groups."""
+        assert self.admin is not None
+        return [await send_to_node(self.admin, node, DescribeGroupsV2(group_ids))]
 
     async def group(self, group_id: str) -> dict[str, Any]:
         """State, members with their assignments, committed offsets, lag per partition."""
@@ -261,6 +282,54 @@ class Cluster:
                 "protocol_type": d.get("protocol_type"), "members": members,
                 "partitions": partitions, "lag": total,
                 "lag_history": [{"time": t, "lag": lag} for t, lag in history]}
+
+    async def plan_reset(self, group_id: str, scenario: str, value: int | None
+                         ) -> list[dict[str, Any]]:
+        """The new offset of each partition the group has committed, as kafka-consumer-groups.sh
+        --reset-offsets computes them (--to-earliest/--to-latest/--to-offset/--shift-by/
+        --to-datetime as epoch ms), clamped into [log start, log end]. Refused unless the group
+        is empty: a live member would overwrite the reset with its next commit."""
+        g = await self.group(group_id)
+        if g["state"] not in ("Empty", "Dead"):
+            raise ConsoleError(f"group {group_id!r} is {g['state']}: offsets can be reset only "
+                               "while it has no members (stop its consumers first)")
+        tps = [TopicPartition(p["topic"], p["partition"]) for p in g["partitions"]
+               if p["end"] is not None]
+        starts, ends = await self._offsets(tps)
+        current = {TopicPartition(p["topic"], p["partition"]): p["committed"]
+                   for p in g["partitions"]}
+        by_time: dict[TopicPartition, Any] = {}
+        if scenario == "to-datetime":
+            assert self.consumer is not None
+            by_time = await self.consumer.offsets_for_times({tp: value for tp in tps})
+        plan = []
+        for tp in tps:
+            if scenario == "to-earliest":
+                target = starts[tp]
+            elif scenario == "to-latest":
+                target = ends[tp]
+            elif scenario == "to-offset" and value is not None:
+                target = value
+            elif scenario == "shift-by" and value is not None:
+                target = (current[tp] if current[tp] is not None else ends[tp]) + value
+            elif scenario == "to-datetime" and value is not None:
+                found = by_time.get(tp)
+                target = found.offset if found else ends[tp]
+            else:
+                raise ConsoleError(f"unknown reset {scenario!r} or missing value")
+            plan.append({"topic": tp.topic, "partition": tp.partition,
+                         "current": current[tp],
+                         "new": min(max(target, starts[tp]), ends[tp])})
+        return plan
+
+    async def reset_offsets(self, group_id: str, plan: list[dict[str, Any]]) -> None:
+        assert self.admin is not None
+        codes = await kadmin.commit_offsets(self.admin, group_id, {
+            TopicPartition(p["topic"], p["partition"]): p["new"] for p in plan})
+        failed = {f"{tp.topic}-{tp.partition}": error_message(code)
+                  for tp, code in codes.items() if code}
+        if failed:
+            raise ConsoleError(f"cannot reset offsets of group {group_id!r}: {failed}")
 
     async def delete_group(self, group_id: str) -> None:
         assert self.admin is not None

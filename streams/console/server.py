@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from aiokafka.errors import KafkaError
 
 from . import html as h
 from . import messages
@@ -77,6 +78,8 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except ConsoleError as exc:
         return _refused(request, 400 if request.method == "POST" else 502, str(exc))
+    except KafkaError as exc:  # an authorization error, a timeout: shown as the client got it
+        return _refused(request, 502, f"{type(exc).__name__}: {exc}")
 
 
 def _refused(request: web.Request, status: int, text: str) -> web.Response:
@@ -307,9 +310,49 @@ async def group_page(request: web.Request) -> web.Response:
     summary = (f'<p>State <strong id="state">{h.esc(g["state"])}</strong>, '
                f'{len(g["members"])} member(s), assignor {h.esc(g["protocol"] or "-")}, '
                f'total lag <strong id="total-lag">{g["lag"]}</strong></p>')
+    options = "".join(f"<option>{s}</option>" for s in RESETS)
+    reset = h.post_form(f"/groups/{h.quote(group_id, safe='')}/reset",
+                        request.app[SETTINGS]["csrf"], "Dry run",
+                        f'<select name="scenario">{options}</select> '
+                        '<input name="value" placeholder="offset, shift or epoch ms"> ')
     return _html(request, f"Group {group_id}",
                  summary + h.lag_chart(g["lag_history"]) + "<h2>Members</h2>" + members
-                 + "<h2>Offsets</h2>" + parts, refresh=5)
+                 + "<h2>Offsets</h2>" + parts + "<h2>Reset offsets (empty group only)</h2>"
+                 + reset, refresh=5)
+
+
+RESETS = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime")
+
+
+async def reset_group(request: web.Request) -> web.Response:
+    """The dry run (current -> new per partition) first; the confirmed POST commits it."""
+    group_id = request.match_info["group"]
+    form = await request.post()
+    scenario = str(form.get("scenario", ""))
+    if scenario not in RESETS:
+        raise ConsoleError(f"unknown reset {scenario!r}: one of {', '.join(RESETS)}")
+    value = _optional_int(form, "value")
+    if scenario in ("to-offset", "shift-by", "to-datetime") and value is None:
+        raise ConsoleError(f"--{scenario} needs a value")
+    cluster = request.app[CLUSTER]
+    plan = await cluster.plan_reset(group_id, scenario, value)
+    settings = request.app[SETTINGS]
+    back = "/groups/" + h.quote(group_id, safe="")
+    if form.get("confirmed") != "yes":
+        table = h.table(["Topic", "Partition", "Current offset", "New offset"],
+                        [[p["topic"], p["partition"], "-" if p["current"] is None
+                          else p["current"], p["new"]] for p in plan], "plan")
+        hidden = (f'<input type="hidden" name="scenario" value="{h.esc(scenario)}">'
+                  f'<input type="hidden" name="value" value="{h.esc(form.get("value", ""))}">')
+        body = (f"<p>Dry run of --{h.esc(scenario)} for group {h.esc(group_id)}: nothing "
+                f"changed yet.</p>{table}"
+                + h.post_form(request.path, settings["csrf"], "Confirm", hidden, confirmed=True)
+                + f' <a href="{h.esc(back)}">Cancel</a>')
+        return web.Response(text=h.page("Confirm", body, settings["read_only"]),
+                            content_type="text/html")
+    await cluster.reset_offsets(group_id, plan)
+    return web.Response(text=h.message("Done", f"Reset the offsets of group {group_id}.", True,
+                                       settings["read_only"], back), content_type="text/html")
 
 
 # --- connectors -------------------------------------------------------------------------------
@@ -437,6 +480,7 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     r.add_post("/topics/{name}/delete", delete_topic)
     r.add_post("/topics/{name}/produce", produce_message)
     r.add_post("/topics/{name}/config", alter_topic)
+    r.add_post("/groups/{group}/reset", reset_group)
     r.add_post("/connectors/{name}/config", connector_config)
     r.add_post("/connectors/{name}/{action}", connector_action)
     return app

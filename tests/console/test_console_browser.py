@@ -68,6 +68,14 @@ def _prepare_data(bootstrap: str) -> None:
             await consumer.commit({tp: OffsetAndMetadata(CONSUMED, "")})
         finally:
             await consumer.stop()
+        rewind = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id="rewind",
+                                  enable_auto_commit=False)
+        await rewind.start()
+        try:
+            rewind.assign([tp])
+            await rewind.commit({tp: OffsetAndMetadata(PRODUCED - 1, "")})
+        finally:
+            await rewind.stop()
 
     asyncio.run(run())
 
@@ -280,6 +288,28 @@ def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: An
     assert page.console_errors == []
 
 
+def test_group_reset_shows_a_dry_run_then_commits(system: dict[str, Any], page: Any) -> None:
+    """Group rewind (committed at 9 of 10 by the fixture): billing's offsets stay for the lag
+    test."""
+    console = system["console"]
+    visit(page, console.url + "/groups/rewind")
+    assert page.locator("#total-lag").inner_text() == "1"
+    page.select_option("select[name=scenario]", "shift-by")
+    page.fill("input[name=value]", "-4")
+    page.get_by_role("button", name="Dry run").click()
+    plan = page.locator("#plan tbody tr").first.locator("td")
+    assert [plan.nth(i).inner_text() for i in range(4)] == ["orders", "0", "9", "5"]
+    page.goto(console.url + "/groups/rewind")
+    assert page.locator("#total-lag").inner_text() == "1"  # a dry run changes nothing
+    page.select_option("select[name=scenario]", "shift-by")
+    page.fill("input[name=value]", "-4")
+    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("button", name="Confirm").click()
+    assert "Reset the offsets" in page.locator("#outcome").inner_text()
+    visit(page, console.url + "/groups/rewind")
+    assert page.locator("#total-lag").inner_text() == "5"
+
+
 def test_connector_pages_and_actions(system: dict[str, Any], page: Any) -> None:
     console = system["console"]
 
@@ -330,7 +360,8 @@ def test_read_only_console_refuses_every_write(system: dict[str, Any], page: Any
     assert "--read-only" in page.locator(".error").inner_text()
     for path, button in (("/topics/orders", "Delete topic"),
                          ("/connectors/file-source", "Pause"),
-                         ("/topics/lines/messages", "Produce")):
+                         ("/topics/lines/messages", "Produce"),
+                         ("/groups/billing", "Dry run")):
         page.goto(console.url + path)
         page.get_by_role("button", name=button).click()
         assert "--read-only" in page.locator(".error").inner_text()
