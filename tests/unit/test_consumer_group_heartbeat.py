@@ -211,3 +211,40 @@ def test_static_member_keeps_its_partitions_across_a_restart(tmp_path: Path) -> 
         assert gone.error_code.value == errors.GROUP_ID_NOT_FOUND
 
     run(tmp_path, body)
+
+
+def test_regex_subscription(tmp_path: Path) -> None:
+    """SubscribedTopicRegex matches whole non-internal topic names, picks up topics created
+    later (a new group epoch), and a pattern RE2/J rejects is INVALID_REGULAR_EXPRESSION."""
+    async def body(broker: Broker) -> None:
+        broker.topics.create("events-a", 2)
+        broker.topics.create("xevents-b", 1)
+
+        async def beat(member_id: str, epoch: int, regex: str | None, owned: Any) -> Any:
+            return await call(broker, HEARTBEAT, 1, {
+                "group_id": "rx", "member_id": member_id, "member_epoch": epoch,
+                "rebalance_timeout": 30000 if epoch == 0 else -1,
+                "subscribed_topic_regex": regex, "topic_partitions": owned})
+
+        def names(answer: Any) -> list[tuple[str, int]]:
+            by_id = {t.topic_id: name for name, t in broker.topics.topics.items()}
+            return sorted((by_id[t.topic_id], p) for t in answer.assignment.topic_partitions
+                          for p in t.partitions)
+
+        bad = await beat("m", 0, "events-(?=a)", ())
+        assert bad.error_code.value == 128
+        joined = await beat("m", 0, "events-.*", ())
+        assert joined.error_code.value == 0
+        assert names(joined) == [("events-a", 0), ("events-a", 1)]
+        broker.topics.create("events-c", 1)
+        later = await beat("m", joined.member_epoch, None, (
+            {"topic_id": broker.topics.topics["events-a"].topic_id, "partitions": (0, 1)},))
+        assert later.member_epoch > joined.member_epoch
+        assert names(later) == [("events-a", 0), ("events-a", 1), ("events-c", 0)]
+        described = await call(broker, DESCRIBE, 1, {"group_ids": ("rx",),
+                                                     "include_authorized_operations": False})
+        member = described.groups[0].members[0]
+        assert (member.subscribed_topic_regex, member.subscribed_topic_names) == (
+            "events-.*", ())
+
+    run(tmp_path, body)

@@ -16,6 +16,7 @@ group type.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -36,6 +37,10 @@ STALE_MEMBER_EPOCH = 113
 UNRELEASED_INSTANCE_ID = 111
 UNSUPPORTED_ASSIGNOR = 112
 UNSUPPORTED_VERSION = 35
+INVALID_REGULAR_EXPRESSION = 128
+# Java's java.util.regex has these, RE2/J (which Kafka compiles SubscribedTopicRegex with) not:
+# lookarounds, backreferences, possessive quantifiers and atomic groups.
+_NOT_RE2 = re.compile(r"\(\?<?[=!]|\\[1-9]|\\k<|[*+?}]\+|\(\?>")
 
 
 @dataclass(slots=True)
@@ -46,7 +51,8 @@ class ConsumerMember:
     client_id: str
     client_host: str
     rebalance_timeout_ms: int
-    subscribed: set[str] = field(default_factory=set)
+    subscribed: set[str] = field(default_factory=set)  # by name
+    regex: re.Pattern[str] | None = None  # SubscribedTopicRegex, matched against whole names
     server_assignor: str | None = None
     epoch: int = 0
     previous_epoch: int = -1
@@ -153,7 +159,17 @@ class ConsumerGroups(GroupProtocol):
         return True
 
     def subscribed_topics(self, group_id: str) -> set[str] | None:
-        return {t for m in self.groups[group_id].members.values() for t in m.subscribed}
+        group = self.groups[group_id]
+        return {t for m in group.members.values() for t in self._topics_of(m)}
+
+    def _topics_of(self, member: ConsumerMember) -> set[str]:
+        """The member's subscription: its topic names, and the non-internal topics its regex
+        matches in full (resolved against the topics that exist now)."""
+        if member.regex is None:
+            return member.subscribed
+        topics = self.coordinator.broker.topics.topics
+        return member.subscribed | {name for name, topic in topics.items()
+                                    if not topic.is_internal and member.regex.fullmatch(name)}
 
     def check_commit(self, group_id: str, member_id: str, generation_or_epoch: int,
                      api_version: int) -> int:
@@ -255,6 +271,12 @@ class ConsumerGroups(GroupProtocol):
             if topics != member.subscribed:
                 member.subscribed = topics
                 changed = True
+        if req.subscribed_topic_regex is not None:
+            pattern = re.compile(req.subscribed_topic_regex) if req.subscribed_topic_regex \
+                else None
+            if pattern != member.regex:
+                member.regex = pattern
+                changed = True
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor = req.server_assignor
             changed = True
@@ -294,8 +316,11 @@ class ConsumerGroups(GroupProtocol):
         elif req.member_epoch < STATIC_LEAVE_EPOCH:
             return errors.INVALID_REQUEST, f"MemberEpoch {req.member_epoch} is invalid."
         if req.subscribed_topic_regex:  # "" clears a regex (librdkafka sends it with names)
-            return errors.INVALID_REQUEST, \
-                "SubscribedTopicRegex is not supported by this broker; subscribe by topic names."
+            error = _invalid_regex(req.subscribed_topic_regex)
+            if error:
+                return INVALID_REGULAR_EXPRESSION, \
+                    f"SubscribedTopicRegex `{req.subscribed_topic_regex}` is not a valid " \
+                    f"regular expression: {error}."
         if req.server_assignor is not None and req.server_assignor not in self.assignors:
             return UNSUPPORTED_ASSIGNOR, \
                 f"ServerAssignor {req.server_assignor} is not supported. Supported " \
@@ -306,7 +331,7 @@ class ConsumerGroups(GroupProtocol):
 
     def _topic_sizes(self, group: ConsumerGroup) -> dict[str, int]:
         topics = self.coordinator.broker.topics.topics
-        wanted = {t for m in group.members.values() for t in m.subscribed}
+        wanted = {t for m in group.members.values() for t in self._topics_of(m)}
         return {t: len(topics[t].partitions) for t in wanted if t in topics}
 
     def _compute_target(self, group: ConsumerGroup, sizes: dict[str, int]) -> None:
@@ -314,7 +339,8 @@ class ConsumerGroups(GroupProtocol):
                       self.assignors[0])
         assign = ASSIGNORS[chosen]
         current = {mid: m.assigned | m.revoking for mid, m in group.members.items()}
-        group.target = assign({mid: m.subscribed for mid, m in group.members.items()}, sizes,
+        group.target = assign({mid: self._topics_of(m) for mid, m in group.members.items()},
+                              sizes,
                               current)
         group.topic_sizes = sizes
         group.assignment_epoch = group.group_epoch
@@ -368,3 +394,15 @@ class ConsumerGroups(GroupProtocol):
         else:
             group.target = {}
             group.assignment_epoch = group.group_epoch
+
+
+def _invalid_regex(text: str) -> str | None:
+    """Why ``text`` is not a regular expression RE2/J accepts, or None."""
+    if _NOT_RE2.search(text):
+        return "lookarounds, backreferences, possessive quantifiers and atomic groups are " \
+            "not supported"
+    try:
+        re.compile(text)
+    except re.error as exc:
+        return str(exc)
+    return None

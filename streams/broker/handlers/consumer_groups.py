@@ -123,7 +123,7 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
                 "member_epoch": m.epoch, "client_id": m.client_id,
                 "client_host": m.client_host,
                 "subscribed_topic_names": sorted(m.subscribed),
-                "subscribed_topic_regex": "",
+                "subscribed_topic_regex": m.regex.pattern if m.regex else "",
                 "assignment": assignment(m.assigned),
                 "target_assignment": assignment(group.target.get(m.member_id, ())),
                 "member_type": MEMBER_TYPE_CONSUMER,
