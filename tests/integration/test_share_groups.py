@@ -225,3 +225,65 @@ def test_broker_sigkill_keeps_acknowledgements(tmp_path: Path) -> None:
 def _started(broker: BrokerProcess) -> bool:
     topic = broker.data_dir / "__share_group_state-0"
     return topic.exists() or any(broker.data_dir.glob("__share_group_state-*"))
+
+
+def test_hostile_share_requests_get_kafkas_error_codes(tmp_path: Path) -> None:
+    """Kafka 4.4's answers (tests/reference/test_share_group_diff.py compares the full
+    sequence with Java present): acks of offsets never acquired, a classic group's id, stale
+    session epochs, bad acknowledge types. Nothing is acknowledged by any of them."""
+    import uuid
+
+    from reference.wire import Connection
+
+    broker = EmbeddedBroker(tmp_path / "b").start()
+    try:
+        create_topics(broker.bootstrap, {"q": 1})
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        with Connection(broker.bootstrap) as c:
+            tid = uuid.UUID(str(c.send(3, 12, {"topics": [{"name": "q", "topic_id": None}],
+                                                "allow_auto_topic_creation": False}
+                                      )["topics"][0]["topic_id"]))  # type: ignore[index]
+            joined = c.send(76, 1, {"group_id": "sg", "member_id": "m1", "member_epoch": 0,
+                                    "subscribed_topic_names": ["q"]})
+            assert joined is not None and joined["error_code"] == "none"
+            for _ in range(5):
+                producer.produce("q", b"x", partition=0)
+            producer.flush()
+
+            def fetch(group: str, epoch: int, acks: list[dict[str, Any]] | None = None
+                      ) -> dict[str, Any]:
+                answer = c.send(78, 1, {
+                    "group_id": group, "member_id": "m1", "share_session_epoch": epoch,
+                    "max_wait": 0, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 2,
+                    "batch_size": 2, "forgotten_topics_data": [],
+                    "topics": [{"topic_id": tid, "partitions": [
+                        {"partition_index": 0, "acknowledgement_batches": acks or []}]}]})
+                assert answer is not None
+                return answer
+
+            def partition(answer: dict[str, Any]) -> dict[str, Any]:
+                return answer["responses"][0]["partitions"][0]
+
+            got = partition(fetch("sg", 0))
+            assert got["acquired_records"] == [
+                {"first_offset": 0, "last_offset": 1, "delivery_count": 1}]
+            never = [{"first_offset": 1, "last_offset": 3, "acknowledge_types": [1]}]
+            assert partition(fetch("sg", 1, never))["acknowledge_error_code"] == 121
+            bad_type = [{"first_offset": 0, "last_offset": 0, "acknowledge_types": [7]}]
+            assert partition(fetch("sg", 2, bad_type))["acknowledge_error_code"] == 42
+            assert fetch("sg", 9)["error_code"] == "invalid_share_session_epoch"
+            c.send(8, 8, {"group_id": "cg", "generation_id_or_member_epoch": -1,
+                          "member_id": "", "topics": [{"name": "q", "partitions": [
+                              {"partition_index": 0, "committed_offset": 1}]}]})
+            classic = fetch("cg", 0)
+            assert classic["error_code"] == "none"
+            assert partition(classic)["error_code"] == "unknown_server_error"
+            hb = c.send(76, 1, {"group_id": "cg", "member_id": "m1", "member_epoch": 0,
+                                "subscribed_topic_names": ["q"]})
+            assert hb is not None
+            assert (hb["error_code"], hb["error_message"]) == (
+                "group_id_not_found", "Group cg is not a share group.")
+        state = _share_state(broker, "sg")[("q", 0)]
+        assert state[0] == 0 and all(r.state.name == "ACQUIRED" for r in state[1].values())
+    finally:
+        broker.stop()
