@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-NAV = [("/topics", "Topics"), ("/groups", "Groups"), ("/connectors", "Connectors")]
+NAV = [("/topics", "Topics"), ("/groups", "Groups"), ("/connectors", "Connectors"),
+       ("/schemas", "Schemas")]
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}
@@ -102,3 +103,26 @@ def lag_chart(history: list[dict[str, Any]]) -> str:
 
 def pretty(value: Any) -> str:
     return f"<pre>{esc(json.dumps(value, indent=2, sort_keys=True))}</pre>"
+
+
+def pretty_schema(text: str) -> str:
+    """A schema indented when it is JSON (Avro, JSON Schema), as is otherwise (Protobuf)."""
+    def indented(text: str) -> str:
+        try:
+            return json.dumps(json.loads(text), indent=2)
+        except ValueError:
+            return text
+    return f"<pre>{esc(indented(text))}</pre>"
+
+
+def diff(old: str, new: str) -> str:
+    """A unified diff of two schemas, each indented first so fields line up."""
+    import difflib
+
+    def lines(text: str) -> list[str]:
+        try:
+            return json.dumps(json.loads(text), indent=2).splitlines()
+        except ValueError:
+            return text.splitlines()
+    out = "\n".join(difflib.unified_diff(lines(old), lines(new), "old", "new", lineterm=""))
+    return f'<pre id="diff">{esc(out or "(no difference)")}</pre>'

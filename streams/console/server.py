@@ -25,6 +25,7 @@ from . import html as h
 from . import messages
 from .cluster import Cluster, ConsoleError
 from .connect_rest import ConnectRest
+from .registry_rest import RegistryRest
 
 STATIC = Path(__file__).with_name("static")
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -434,6 +435,63 @@ async def connector_config(request: web.Request) -> web.Response:
                              "/connectors/" + h.quote(name, safe=""))
 
 
+# --- schemas ----------------------------------------------------------------------------------
+
+def _registry(request: web.Request) -> RegistryRest:
+    rest = request.app[SETTINGS]["registry"]
+    if rest is None:
+        raise ConsoleError("no schema registry given: start the console with --registry-url URL")
+    return rest
+
+
+async def schemas_page(request: web.Request) -> web.Response:
+    rows = await _registry(request).subjects()
+    if request.path.startswith("/api/"):
+        return _json(rows)
+    table = h.table(["Subject", "Versions"],
+                    [[h.Raw(h.link("/schemas/", r["subject"])),
+                      ", ".join(map(str, r["versions"]))] for r in rows], "subjects")
+    return _html(request, "Schemas", f"<p>{len(rows)} subjects</p>{table}")
+
+
+async def schema_page(request: web.Request) -> web.Response:
+    """Versions, the diff between two (?diff=A,B), the level, and a compatibility test of a
+    pasted schema (a GET form: it changes nothing, so --read-only allows it)."""
+    subject = request.match_info["subject"]
+    rest = _registry(request)
+    s = await rest.subject(subject)
+    pasted = request.query.get("schema", "")
+    if pasted:
+        s["compatible"] = await rest.test_compatibility(
+            subject, pasted, request.query.get("schema_type") or "AVRO")
+    if request.path.startswith("/api/"):
+        return _json(s)
+    versions = h.table(["Version", "Id", "Type", "Schema"],
+                       [[v["version"], v["id"], v.get("schemaType", "AVRO"),
+                         h.Raw(h.pretty_schema(v["schema"]))] for v in s["versions"]],
+                       "versions")
+    diff = ""
+    numbers = [v["version"] for v in s["versions"]]
+    if len(numbers) > 1:
+        a, _, b = (request.query.get("diff") or f"{numbers[-2]},{numbers[-1]}").partition(",")
+        by_number = {str(v["version"]): v["schema"] for v in s["versions"]}
+        if a in by_number and b in by_number:
+            diff = f"<h2>Diff {h.esc(a)} → {h.esc(b)}</h2>" + h.diff(by_number[a], by_number[b])
+    result = ""
+    if pasted:
+        ok = s["compatible"]
+        result = (f'<p id="compat-result" class="{"ok" if ok else "error"}">'
+                  f'{"compatible" if ok else "NOT compatible"} with the latest version under '
+                  f'{h.esc(s["compatibility"])}</p>')
+    test = (f'<form method="get" id="compat"><textarea name="schema" rows="6" cols="80">'
+            f'{h.esc(pasted)}</textarea><br><select name="schema_type"><option>AVRO</option>'
+            f'<option>PROTOBUF</option><option>JSON</option></select> '
+            f'<button>Test compatibility</button></form>')
+    return _html(request, f"Subject {subject}",
+                 f'<p>Compatibility level <strong id="level">{h.esc(s["compatibility"])}'
+                 f'</strong></p>{versions}{diff}<h2>Compatibility test</h2>{result}{test}')
+
+
 async def static_js(_request: web.Request) -> web.FileResponse:
     return web.FileResponse(STATIC / "console.js")
 
@@ -449,7 +507,7 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     app[CLUSTER] = cluster
     settings: dict[str, Any] = {"read_only": read_only, "csrf": secrets.token_urlsafe(32),
                                 "users": users or {}, "connect": None,
-                                "registry_url": registry_url}
+                                "registry_url": registry_url, "registry": None}
     app[SETTINGS] = settings
 
     async def on_startup(app: web.Application) -> None:
@@ -457,6 +515,10 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
         if connect_url:
             settings["session"] = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=15))
             settings["connect"] = ConnectRest(settings["session"], connect_url)
+        if registry_url:
+            settings.setdefault("session", aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=15)))
+            settings["registry"] = RegistryRest(settings["session"], registry_url)
 
     async def on_cleanup(app: web.Application) -> None:
         if settings.get("session"):
@@ -474,6 +536,8 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
         r.add_get(prefix + "/topics/{name}/messages", messages_page)
         r.add_get(prefix + "/groups", groups_page)
         r.add_get(prefix + "/groups/{group}", group_page)
+        r.add_get(prefix + "/schemas", schemas_page)
+        r.add_get(prefix + "/schemas/{subject}", schema_page)
         r.add_get(prefix + "/connectors", connectors_page)
         r.add_get(prefix + "/connectors/{name}", connector_page)
     r.add_post("/topics", create_topic)

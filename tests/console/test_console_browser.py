@@ -44,6 +44,12 @@ def _produce_avro(bootstrap: str, registry_url: str) -> None:
     producer.produce("people", avro({"name": "ada", "age": 36},
                                     SerializationContext("people", MessageField.VALUE)))
     assert producer.flush(30) == 0
+    # A second version (a field with a default: backward compatible) for the diff.
+    v2 = {**USER, "fields": [*USER["fields"],
+                             {"name": "email", "type": "string", "default": ""}]}
+    SchemaRegistryClient({"url": registry_url}).register_schema(
+        "people-value", __import__("confluent_kafka.schema_registry",
+                                   fromlist=["Schema"]).Schema(json.dumps(v2), "AVRO"))
 
 
 def _prepare_data(bootstrap: str) -> None:
@@ -271,6 +277,27 @@ def test_message_browser_decodes_filters_and_produces(system: dict[str, Any],
     assert "Produced at partition 0" in page.locator("#outcome").inner_text()
     visit(page, console.url + "/topics/lines/messages?key=&value_format=string")
     assert page.locator("#messages tbody tr", has_text="typed in the browser").count() == 1
+
+
+def test_schema_pages_versions_diff_and_compatibility(system: dict[str, Any],
+                                                      page: Any) -> None:
+    console = system["console"]
+    visit(page, console.url + "/schemas", "schemas")
+    row = page.locator("#subjects tbody tr", has_text="people-value").locator("td")
+    assert row.nth(1).inner_text() == "1, 2"
+    row.first.locator("a").click()
+    assert page.locator("#level").inner_text() == "BACKWARD"
+    assert page.locator("#versions tbody tr").count() == 2
+    assert '+      "name": "email",' in page.locator("#diff").inner_text()
+    assert page.console_errors == []
+    visit(page, console.url + "/schemas/people-value", "schema")
+    dropped = {**USER, "fields": [USER["fields"][0]]}  # dropping age: still BACKWARD-fine
+    added = {**USER, "fields": [*USER["fields"], {"name": "city", "type": "string"}]}
+    for schema, expected in ((added, "NOT compatible"), (dropped, "compatible")):
+        page.fill("textarea[name=schema]", json.dumps(schema))
+        page.get_by_role("button", name="Test compatibility").click()
+        assert page.locator("#compat-result").inner_text().startswith(expected)
+    assert page.console_errors == []
 
 
 def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: Any) -> None:
