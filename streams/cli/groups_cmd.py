@@ -26,6 +26,7 @@ from .client import (
     run_command,
     start_client,
 )
+from .group_listing import list_groups_with_types
 
 PROG = "streams groups"
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -44,6 +45,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     groups = sub.add_parser("groups", help="list and describe consumer groups")
     groups_sub = groups.add_subparsers(dest="groups_command", required=True)
     listing = groups_sub.add_parser("list", help="list consumer group ids")
+    listing.add_argument("--type", action="store_true", dest="show_type",
+                         help="also print each group's type (classic, consumer, share) and "
+                              "state, as kafka-consumer-groups.sh --list --type")
     listing.set_defaults(func=lambda a: run_command(PROG, lambda: list_groups(a)))
     describe = groups_sub.add_parser("describe", help="state, members, offsets and lag")
     describe.add_argument("group")
@@ -266,6 +270,11 @@ async def delete_group_offsets(args: argparse.Namespace) -> int:
 
 
 async def list_groups(args: argparse.Namespace) -> int:
+    if getattr(args, "show_type", False):
+        async with admin_client(args) as admin:
+            typed = await list_groups_with_types(admin)
+        _print_table([("GROUP", "TYPE", "STATE"), *typed])
+        return 0
     async with admin_client(args) as admin:
         groups = await admin.list_consumer_groups()
     for group_id in sorted({g[0] for g in groups}):

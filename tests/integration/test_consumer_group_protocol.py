@@ -4,6 +4,8 @@ final committed offsets reach the end of every partition."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -121,3 +123,34 @@ def _members(bootstrap: str) -> int:
     # Before its first heartbeat the group does not exist: librdkafka then falls back to
     # DescribeGroups, which reports a Dead classic group.
     return len(described.members) if described.type.name == "CONSUMER" else 0
+
+
+def test_cli_lists_group_types(tmp_path: Path) -> None:
+    """`streams groups list --type`: a KIP-848 group and a classic one, each with its type."""
+    broker = EmbeddedBroker(tmp_path, group_consumer_heartbeat_interval_ms=300).start()
+    consumers: list[Consumer] = []
+    try:
+        create_topics(broker.bootstrap, {TOPIC: 2})
+        consumers = [
+            Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "new-style",
+                      "group.protocol": "consumer"}),
+            Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "old-style"})]
+        for c in consumers:
+            c.subscribe([TOPIC])
+
+        def listed() -> str | None:
+            for c in consumers:
+                c.poll(0.05)
+            out = subprocess.run(
+                [sys.executable, "-m", "streams.cli.main", "groups", "list", "--type",
+                 "--bootstrap-server", broker.bootstrap],
+                capture_output=True, text=True, timeout=60, check=True).stdout
+            return out if "Stable" in out and out.count("Stable") == 2 else None
+
+        rows = [line.split() for line in wait_until(listed, 60).splitlines()]
+        assert rows == [["GROUP", "TYPE", "STATE"], ["new-style", "consumer", "Stable"],
+                        ["old-style", "classic", "Stable"]]
+    finally:
+        for c in consumers:
+            c.close()
+        broker.stop()
