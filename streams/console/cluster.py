@@ -20,6 +20,7 @@ from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 from aiokafka.protocol.admin import DescribeGroupsRequest_v2
 from aiokafka.protocol.api import Request
+from aiokafka.protocol.offset import OffsetRequest
 
 from ..cli.client import (
     REQUEST_TIMEOUT_MS,
@@ -31,6 +32,7 @@ from ..cli.client import (
 from ..kafka import admin as kadmin
 from ..kafka_internals import send_to_node
 
+EARLIEST, LATEST = -2, -1  # ListOffsets timestamps for the log start and end
 SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
 LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API view)
 
@@ -113,10 +115,30 @@ class Cluster:
 
     async def _offsets(self, tps: list[TopicPartition]
                        ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
-        assert self.consumer is not None
+        """(log start, log end) of each partition: one Metadata for the leaders, then two
+        ListOffsets per leader (earliest, latest), whatever the number of partitions."""
+        assert self.admin is not None
         if not tps:
             return {}, {}
-        return (await self.consumer.beginning_offsets(tps), await self.consumer.end_offsets(tps))
+        topics = sorted({tp.topic for tp in tps})
+        leaders = {TopicPartition(t["topic"], p["partition"]): p["leader"]
+                   for t in await self.admin.describe_topics(topics)
+                   for p in t["partitions"]}
+        by_leader: dict[int, dict[str, list[int]]] = {}
+        for tp in tps:
+            if leaders.get(tp, -1) >= 0:
+                by_leader.setdefault(leaders[tp], {}).setdefault(tp.topic, []).append(
+                    tp.partition)
+        found: tuple[dict[TopicPartition, int], dict[TopicPartition, int]] = ({}, {})
+        for which, timestamp in ((0, EARLIEST), (1, LATEST)):
+            for node, parts in by_leader.items():
+                response = await send_to_node(self.admin, node, OffsetRequest(
+                    -1, 0, [(t, [(p, timestamp) for p in ps]) for t, ps in parts.items()]))
+                for topic, partitions in response.topics:
+                    for partition, error, *_rest in partitions:
+                        if not error:
+                            found[which][TopicPartition(topic, partition)] = _rest[1]
+        return found
 
     async def topic_names(self) -> set[str]:
         assert self.admin is not None
