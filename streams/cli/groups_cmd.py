@@ -26,7 +26,7 @@ from .client import (
     run_command,
     start_client,
 )
-from .group_listing import list_groups_with_types
+from .group_listing import describe_consumer_group, list_groups_with_types
 
 PROG = "streams groups"
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
@@ -305,12 +305,18 @@ async def describe_group(args: argparse.Namespace) -> int:
         if description["error_code"]:
             raise CliError(f"cannot describe group {group!r}: "
                            f"{error_message(description['error_code'])}")
+        kip848 = await describe_consumer_group(admin, group)
         committed = await admin.list_consumer_group_offsets(group)
         # Topics that exist now: offsets are asked only for those, because a Metadata request
         # for a deleted topic would auto-create it again (auto.create.topics.enable).
         existing = set(await admin.list_topics())
     state = description["state"]
     members = _members(description)
+    if kip848 is not None:  # DescribeGroups reports a KIP-848 group as Dead
+        state = kip848.state
+        members = [Member(m.member_id, m.client_id, m.host or "-",
+                          [TopicPartition(t, p) for t, p in m.assigned])
+                   for m in kip848.members]
     committed = {tp: meta.offset for tp, meta in committed.items() if meta.offset >= 0}
     if state == "Dead" and not committed:
         raise CliError(f"consumer group {group!r} does not exist")
@@ -320,9 +326,14 @@ async def describe_group(args: argparse.Namespace) -> int:
     live = [tp for tp in partitions if tp.topic in existing]
     ends = (await partition_offsets(args, live))[1] if live else {}
 
-    protocol = description.get("protocol") or "-"
-    print(f"Consumer group '{group}' is {state} with {len(members)} member(s) "
-          f"(assignor: {protocol}).")
+    if kip848 is not None:
+        print(f"Consumer group '{group}' (type consumer, KIP-848) is {state} with "
+              f"{len(members)} member(s) (assignor: {kip848.assignor}, group epoch "
+              f"{kip848.group_epoch}, assignment epoch {kip848.assignment_epoch}).")
+    else:
+        protocol = description.get("protocol") or "-"
+        print(f"Consumer group '{group}' is {state} with {len(members)} member(s) "
+              f"(assignor: {protocol}).")
     rows = [COLUMNS]
     notes: list[str] = []
     for tp in partitions:
@@ -343,6 +354,10 @@ async def describe_group(args: argparse.Namespace) -> int:
         if not m.partitions:
             rows.append((group, "-", "-", "-", "-", "-", m.member_id, m.host, m.client_id))
     _print_table(rows)
+    if kip848 is not None:
+        _print_table([("CONSUMER-ID", "MEMBER-EPOCH", "ASSIGNED", "TARGET"), *(
+            (m.member_id, str(m.epoch), str(len(m.assigned)), str(len(m.target)))
+            for m in kip848.members)])
     for note in dict.fromkeys(notes):
         print(f"Note: {note}")
     return 0

@@ -126,7 +126,8 @@ def _members(bootstrap: str) -> int:
 
 
 def test_cli_lists_group_types(tmp_path: Path) -> None:
-    """`streams groups list --type`: a KIP-848 group and a classic one, each with its type."""
+    """`streams groups list --type`: a KIP-848 group and a classic one, each with its type;
+    `streams groups describe` of the KIP-848 group shows its epochs and assignments."""
     broker = EmbeddedBroker(tmp_path, group_consumer_heartbeat_interval_ms=300).start()
     consumers: list[Consumer] = []
     try:
@@ -150,6 +151,16 @@ def test_cli_lists_group_types(tmp_path: Path) -> None:
         rows = [line.split() for line in wait_until(listed, 60).splitlines()]
         assert rows == [["GROUP", "TYPE", "STATE"], ["new-style", "consumer", "Stable"],
                         ["old-style", "classic", "Stable"]]
+        described = subprocess.run(
+            [sys.executable, "-m", "streams.cli.main", "groups", "describe", "new-style",
+             "--bootstrap-server", broker.bootstrap],
+            capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()
+        assert described[0].startswith(
+            "Consumer group 'new-style' (type consumer, KIP-848) is Stable with 1 member(s) "
+            "(assignor: uniform")
+        epochs = described[described.index(next(line for line in described
+                                                if line.startswith("CONSUMER-ID"))) + 1]
+        assert epochs.split()[1:] == ["2", "2", "2"]  # member epoch, assigned, target
     finally:
         for c in consumers:
             c.close()
