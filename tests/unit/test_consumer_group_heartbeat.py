@@ -5,6 +5,7 @@ epoch, hostile heartbeats answered with Kafka's error codes and nothing changed.
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -246,5 +247,22 @@ def test_regex_subscription(tmp_path: Path) -> None:
         member = described.groups[0].members[0]
         assert (member.subscribed_topic_regex, member.subscribed_topic_names) == (
             "events-.*", ())
+
+    run(tmp_path, body)
+
+
+def test_offsets_of_an_empty_consumer_group_expire(tmp_path: Path) -> None:
+    """offsets.retention.minutes applies to KIP-848 groups: once empty that long, their
+    offsets expire and the group is forgotten; a group with members keeps them."""
+    async def body(broker: Broker) -> None:
+        a = Member(broker, "member-a")
+        await a.heartbeat(join=True)
+        assert await a.commit(a.epoch) == errors.NONE
+        later = int(time.time() * 1000) + broker.config.offsets_retention_minutes * 60_000 + 1
+        assert await broker.groups.expire_offsets(later) == 0  # a member: kept
+        await a.heartbeat(epoch=-1)
+        assert await broker.groups.expire_offsets(later) == 1
+        assert broker.groups.fetch_offsets("g", [("t", 0)])[0][1] is None
+        assert broker.groups.group_type("g") is None
 
     run(tmp_path, body)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -75,6 +76,7 @@ class ConsumerGroup:
     target: dict[str, set[TopicPartition]] = field(default_factory=dict)
     topic_sizes: dict[str, int] = field(default_factory=dict)  # what the target was built on
     static: dict[str, str] = field(default_factory=dict)  # instance id -> member id
+    empty_since_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
     def state(self) -> str:
         """Kafka's ConsumerGroupState names."""
@@ -150,6 +152,10 @@ class ConsumerGroups(GroupProtocol):
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
+
+    def empty_since_ms(self, group_id: str) -> int | None:
+        group = self.groups[group_id]
+        return None if group.members else group.empty_since_ms
 
     def yield_to_classic(self, group_id: str) -> bool:
         """Kafka lets an empty consumer group become classic again."""
@@ -394,6 +400,7 @@ class ConsumerGroups(GroupProtocol):
         else:
             group.target = {}
             group.assignment_epoch = group.group_epoch
+            group.empty_since_ms = int(time.time() * 1000)
 
 
 def _invalid_regex(text: str) -> str | None:

@@ -16,7 +16,7 @@ from . import errors
 from .group import Group, GroupState
 from .offsets import OffsetStore, TopicPartition
 from .offsets_codec import OffsetAndMetadata
-from .protocols import GroupProtocol
+from .protocols import GroupProtocol, GroupType
 from .subscription import ALL_TOPICS, subscribed_topics
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ class OffsetOperations:
     config: BrokerConfig
     groups: dict[str, Group]
     offsets: OffsetStore
+    protocols: dict[GroupType, GroupProtocol]
 
     def owner(self, group_id: str) -> GroupProtocol | None:
         raise NotImplementedError  # GroupCoordinator's
@@ -77,6 +78,23 @@ class OffsetOperations:
                 group.transition_to(DEAD)
                 group.cancel_join_timer()
                 del self.groups[group.group_id]
+        for protocol in self.protocols.values():
+            for listing in list(protocol.listings()):
+                group_id = listing.group_id
+                since = protocol.empty_since_ms(group_id)
+                if since is None:
+                    continue
+                expired = [tp for tp, value in self.offsets.all_for(group_id).items()
+                           if now_ms - max(since, value.commit_timestamp) >= retention_ms]
+                if expired:
+                    await self.offsets.delete_offsets(group_id, expired)
+                    removed += len(expired)
+                    log.info("%s group %s: %d committed offset(s) expired",
+                             protocol.group_type.value, group_id, len(expired))
+                if (protocol.has_group(group_id) and protocol.empty_since_ms(group_id) is not None
+                        and not self.offsets.has_offsets(group_id)
+                        and not self.offsets.has_pending(group_id)):
+                    protocol.forget(group_id)
         return removed
 
     # -- API for the transaction coordinator ---------------------------------------------------

@@ -114,6 +114,12 @@ class GroupProtocol(ABC):
         non-empty group then refuses OffsetDelete with NON_EMPTY_GROUP."""
         return None
 
+    def empty_since_ms(self, group_id: str) -> int | None:
+        """Wall-clock ms since when the group has had no members, for offsets.retention.minutes
+        (its committed offsets expire counting from the later of this and each commit, and the
+        group is forgotten once none are left); None while it has members or never expires."""
+        return None
+
     def yield_to_classic(self, group_id: str) -> bool:
         """A classic JoinGroup arrives for this group id: may the group become classic?
 
