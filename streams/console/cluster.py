@@ -37,6 +37,11 @@ SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
 LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API view)
 
 
+def _leaders(described: list[dict[str, Any]]) -> dict[TopicPartition, int]:
+    return {TopicPartition(t["topic"], p["partition"]): p["leader"]
+            for t in described for p in t["partitions"]}
+
+
 class DescribeGroupsV2(Request[DescribeGroupsRequest_v2]):
     """DescribeGroups pinned to v2: aiokafka 0.14 sends v3 but reads the answer with v2's
     layout, which lacks v3's authorized_operations, so a response with two or more groups is
@@ -100,7 +105,7 @@ class Cluster:
         described = await self.admin.describe_topics(names)
         tps = [TopicPartition(t["topic"], p["partition"])
                for t in described if not t["error_code"] for p in t["partitions"]]
-        starts, ends = await self._offsets(tps)
+        starts, ends = await self._offsets(tps, _leaders(described))
         rows = []
         for t in sorted(described, key=lambda t: t["topic"]):
             parts = [TopicPartition(t["topic"], p["partition"]) for p in t["partitions"]]
@@ -113,17 +118,16 @@ class Cluster:
             })
         return rows
 
-    async def _offsets(self, tps: list[TopicPartition]
+    async def _offsets(self, tps: list[TopicPartition],
+                       leaders: dict[TopicPartition, int] | None = None,
                        ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
         """(log start, log end) of each partition: one Metadata for the leaders, then two
         ListOffsets per leader (earliest, latest), whatever the number of partitions."""
         assert self.admin is not None
         if not tps:
             return {}, {}
-        topics = sorted({tp.topic for tp in tps})
-        leaders = {TopicPartition(t["topic"], p["partition"]): p["leader"]
-                   for t in await self.admin.describe_topics(topics)
-                   for p in t["partitions"]}
+        if leaders is None:
+            leaders = _leaders(await self.admin.describe_topics(sorted({tp.topic for tp in tps})))
         by_leader: dict[int, dict[str, list[int]]] = {}
         for tp in tps:
             if leaders.get(tp, -1) >= 0:
