@@ -42,7 +42,7 @@ NOT_IMPLEMENTED = {
     61: "DescribeProducers", 64: "UnregisterBroker", 65: "DescribeTransactions",
     66: "ListTransactions",
     74: "ListConfigResources", 75: "DescribeTopicPartitions",
-    77: "ShareGroupDescribe", 80: "AddRaftVoter",
+    80: "AddRaftVoter",
     81: "RemoveRaftVoter", 83: "InitializeShareGroupState", 84: "ReadShareGroupState",
     85: "WriteShareGroupState", 86: "DeleteShareGroupState",
     87: "ReadShareGroupStateSummary", 88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
