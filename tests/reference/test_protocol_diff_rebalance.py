@@ -56,7 +56,9 @@ class Member:
                 "group_instance_id": self.instance, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": b""}], "reason": None}
         answer = self.call(JOIN_GROUP, body)
+        deadline = time.monotonic() + 30
         while answer["error_code"] in SETTLING:
+            assert time.monotonic() < deadline, f"JoinGroup still {answer['error_code']} after 30 s"
             time.sleep(0.1)
             answer = self.call(JOIN_GROUP, body)
         if answer["error_code"] == "member_id_required":
