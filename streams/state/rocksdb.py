@@ -85,16 +85,17 @@ class RocksDBBytesStore:
 
     # -- the owner's reads and writes ---------------------------------------------------------
 
-    def get(self, key: bytes) -> bytes | None:
+    def _batched(self, key: bytes) -> object:
+        """The key's value in the uncommitted batches (the pending one first), else _MISSING."""
         value = self._pending.get(key, _MISSING)
-        if value is not _MISSING:
-            return value  # type: ignore[return-value]
         committing = self._committing
-        if committing is not None:
+        if value is _MISSING and committing is not None:
             value = committing.get(key, _MISSING)
-            if value is not _MISSING:
-                return value  # type: ignore[return-value]
-        return self.db.get(key)
+        return value
+
+    def get(self, key: bytes) -> bytes | None:
+        value = self._batched(key)
+        return self.db.get(key) if value is _MISSING else value  # type: ignore[return-value]
 
     def put(self, key: bytes, value: bytes | None, timestamp: int = -1) -> None:
         """``timestamp`` is for the ChangeLogging layer above; a bytes store keeps
@@ -153,34 +154,23 @@ class RocksDBBytesStore:
 
     # -- reads for other threads --------------------------------------------------------------
 
-    def _reader_db(self) -> rocksdict.Rdict:
-        db = self._db
-        if db is None:
-            raise RuntimeError(f"state store {self.name} is closed")
-        return db
-
     def read_get(self, key: bytes) -> bytes | None:
-        value = self._pending.get(key, _MISSING)
+        value = self._batched(key)
         if value is not _MISSING:
             return value  # type: ignore[return-value]
-        committing = self._committing
-        if committing is not None:
-            value = committing.get(key, _MISSING)
-            if value is not _MISSING:
-                return value  # type: ignore[return-value]
         with self._db_lock:
-            return self._reader_db().get(key)
+            return self.db.get(key)
 
     def read_range(self, from_key: bytes | None, to_key: bytes | None,
                    reverse: bool = False) -> Iterator[tuple[bytes, bytes]]:
         """A scan for other threads: the iterator keeps the database open even if the owner
         closes the store meanwhile."""
         with self._db_lock:
-            return self._overlaid(self._reader_db(), from_key, to_key, reverse)
+            return self._overlaid(self.db, from_key, to_key, reverse)
 
     def read_num_entries(self) -> int:
         with self._db_lock:
-            estimate = int(self._reader_db().property_int_value("rocksdb.estimate-num-keys")
+            estimate = int(self.db.property_int_value("rocksdb.estimate-num-keys")
                            or 0)
         if estimate < 100_000:
             return sum(1 for _ in self.read_range(None, None))
