@@ -38,6 +38,9 @@ public final class TopologyRunner {
     // one state directory per JVM: concurrent runners (parallel test sessions) must not share
     // /tmp/kafka-streams/<application.id>, whose RocksDB locks they would fight over
     static String stateDir;
+    // and one below it per case: a driver whose close failed (a case Kafka refuses mid-flush)
+    // keeps its RocksDB locks, which would fail every later case in the same directory
+    static long caseCount;
 
     public static void main(String[] args) throws Exception {
         PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
@@ -391,7 +394,7 @@ public final class TopologyRunner {
         Properties props = new Properties();
         props.put("application.id", c.path("application_id").asText("dsl-diff"));
         props.put("bootstrap.servers", "localhost:9091");
-        props.put("state.dir", stateDir);
+        props.put("state.dir", stateDir + java.io.File.separator + "case-" + caseCount++);
         props.put("default.key.serde", Serdes.StringSerde.class.getName());
         props.put("default.value.serde", Serdes.StringSerde.class.getName());
         props.put("statestore.cache.max.bytes", c.path("cache_bytes").asText("0"));
