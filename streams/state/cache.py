@@ -141,18 +141,18 @@ class StoreCache:
         self.listener(entry.key, entry.value, None if old is None else old[0], entry.timestamp,
                       entry.context)
 
-    def dirty_in_range(self, lo: bytes | None, hi: bytes | None,
-                       reverse: bool) -> list[tuple[bytes, CacheEntry]]:
-        """The owner's read: dirty entries with lo <= key <= hi in key order (a list: the
-        owner may write while it iterates), found through the sorted keys, so it costs the
-        range, not the cache."""
+    def dirty_in_range(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                       clean: bool = False) -> list[tuple[bytes, CacheEntry]]:
+        """The owner's read: dirty entries (and clean ones too with ``clean``) with
+        lo <= key <= hi in key order (a list: the owner may write while it iterates), found
+        through the sorted keys, so it costs the range, not the cache."""
         keys = self._sorted
         if keys is None:
             keys = self._sorted = sorted(self.entries)
         start = 0 if lo is None else bisect.bisect_left(keys, lo)
         stop = len(keys) if hi is None else bisect.bisect_right(keys, hi)
         entries = self.entries
-        found = [(k, entries[k]) for k in keys[start:stop] if entries[k].dirty]
+        found = [(k, entries[k]) for k in keys[start:stop] if clean or entries[k].dirty]
         if reverse:
             found.reverse()
         return found

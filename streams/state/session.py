@@ -148,12 +148,17 @@ class SessionStore(CachingStore, _TimeIndexed):
         self._clear_cache()
         super().wipe()
 
-    def _merged(self, lo: bytes | None, hi: bytes | None,
-                backward: bool) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
-        """A session-key scan with the cache's dirty entries laid over it."""
-        stored = self.inner.range(lo, hi, backward)
-        overlay = (self.cache.dirty_in_range(lo, hi, backward) if self.cache is not None
-                   else [])
+    def _merged(self, lo: bytes | None, hi: bytes | None, backward: bool,
+                store_lo: bytes | None = None) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
+        """A session-key scan with the cache's entries laid over it.
+
+        The store is read from ``store_lo`` (its retention bound) when given, the cache from
+        ``lo``: as Kafka's CachingSessionStore merges its cache (clean entries too) with the
+        store and filters cached sessions by the query's bounds only, a session still held by
+        the cache is found after the store has expired it (a late record merges with it)."""
+        stored = self.inner.range(lo if store_lo is None else store_lo, hi, backward)
+        overlay = (self.cache.dirty_in_range(lo, hi, backward, clean=True)
+                   if self.cache is not None else [])
         if not overlay:
             return ((primary, raw, None) for primary, raw in stored)
         return overlay_sorted(stored, overlay, backward)
@@ -173,13 +178,13 @@ class SessionStore(CachingStore, _TimeIndexed):
     # -- reads --------------------------------------------------------------------------------
 
     def fetch_session(self, key: Any, session_start: int, session_end: int) -> Any:
-        if session_end <= self._cutoff():
-            return None
         primary = self._key(key) + _LONG.pack(session_end) + _LONG.pack(session_start)
-        if self.cache is not None:
+        if self.cache is not None:  # the cache answers first, expired or not (see _merged)
             entry = self.cache.entries.get(primary)
             if entry is not None:
                 return entry.value
+        if session_end <= self._cutoff():
+            return None
         stored = self.inner.get(primary)
         return None if stored is None else self.value_serde.deserialize(self.name, stored)
 
@@ -199,10 +204,11 @@ class SessionStore(CachingStore, _TimeIndexed):
     def _scan_key(self, key_bytes: bytes, earliest_end: int, latest_start: int,
                   backward: bool) -> Iterator[tuple[Windowed[Any], Any]]:
         low = max(earliest_end, self._cutoff() + 1, 0)
-        lo = key_bytes + _LONG.pack(low) + _LONG.pack(0)
+        store_lo = key_bytes + _LONG.pack(low) + _LONG.pack(0)
+        lo = key_bytes + _LONG.pack(max(earliest_end, 0)) + _LONG.pack(0)
         hi = key_bytes + _LONG.pack(_MAX_TS) + _LONG.pack(_MAX_TS)
         size = len(key_bytes)
-        for primary, stored, entry in self._merged(lo, hi, backward):
+        for primary, stored, entry in self._merged(lo, hi, backward, store_lo):
             if len(primary) - _SUFFIX != size:
                 continue
             if _LONG.unpack_from(primary, size + 8)[0] > latest_start:
@@ -223,7 +229,9 @@ class SessionStore(CachingStore, _TimeIndexed):
                 continue
             end = _LONG.unpack_from(primary, len(key_bytes))[0]
             start = _LONG.unpack_from(primary, len(key_bytes) + 8)[0]
-            if end >= low and start <= latest_session_start:
+            # a cached session answers by the query's bounds alone (see _merged)
+            if end >= (earliest_session_end if entry is not None else low) \
+                    and start <= latest_session_start:
                 yield self._item(primary, stored, entry)
 
     def fetch_range(self, key_from: Any, key_to: Any) -> Iterator[tuple[Windowed[Any], Any]]:

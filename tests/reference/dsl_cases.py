@@ -396,7 +396,7 @@ def versioned() -> list[Case]:
 
 def all_cases() -> list[Case]:
     return (stateless() + aggregations() + windows() + joins() + cogroups() + versioned()
-            + composed())
+            + composed() + cached())
 
 
 # -- composed topologies (issue [14]): each a class the composed generator found, shrunk ------
@@ -621,4 +621,26 @@ def old_values() -> list[Case]:
         ops += [op("cs", "to_stream", "c"), *sink("cs")]
         cases.append({"name": f"sessions-closing-together-{last}", "ops": ops,
                       "input": sessions})
+    return cases
+
+
+# -- the record cache on (same size both sides): each a class the composed generator found ---
+
+CACHE = 10 * 1024 * 1024
+
+
+def cached() -> list[Case]:
+    cases = []
+    # a late record merges with a session the store has expired but the cache still holds
+    # (Kafka's CachingSessionStore reads its cache by the query's bounds, not retention):
+    # a@9, a@27, then a@21 joins both, count 3 (2 with the cache off)
+    for cache in (0, CACHE):
+        ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+               op("w", "windowed_by", "g", windows={"type": "session", "gap": 15, "grace": 0}),
+               op("c", "count", "w"), op("cs", "to_stream", "c"), *sink("cs")]
+        cases.append({"name": f"session-merges-expired-cached-session-cache-{cache}",
+                      "ops": ops, "cache_bytes": cache,
+                      "input": [rec("in", "a", "x", 9), rec("in", "a", "y", 27),
+                                rec("in", "a", "z", 21), rec("in", "b", "w", 60),
+                                rec("in", "a", "v", 44)]})
     return cases
