@@ -48,6 +48,12 @@ test-cluster: $(VENV)/.installed kafka-reference
 # rejoin) and its MirrorMaker 2 (between two of our brokers) against our broker: about 4 minutes,
 # so not part of `make test`. Jars from Maven Central into .reference/connect-libs/ (once; pinned
 # in tests/reference/connect/pom.xml). Without java or mvn every test skips, saying so.
+# Every Connect fault kind of tests/faults/connect_harness.py alone, under at-least-once and
+# exactly-once (18 runs, about 10 minutes); `make test` runs two combined schedules.
+.PHONY: connect-faults
+connect-faults: $(VENV)/.installed
+	$(PY) -m pytest -q -rfE tests/faults/connect_suite.py
+
 .PHONY: connect-reference
 connect-reference: $(VENV)/.installed
 	$(PY) -m tests.reference.connect prepare
