@@ -236,20 +236,25 @@ class Cluster:
         return {b["node_id"]: sorted(await self.admin.list_consumer_groups(
             broker_ids=[b["node_id"]])) for b in cluster["brokers"]}
 
-    async def groups(self) -> list[dict[str, Any]]:
-        """Every group with its state and member count: one DescribeGroups per broker."""
+    async def describe_all_groups(self) -> list[dict[str, Any]]:
+        """Every group as DescribeGroups v2 answers it (members with their metadata), plus
+        its coordinator: one DescribeGroups per broker."""
         assert self.admin is not None
-        rows = []
+        described = []
         for node, listed in (await self._groups_by_coordinator()).items():
             if not listed:
                 continue
             for response in await self._describe_groups([g for g, *_ in listed], node):
                 for g in response.to_object()["groups"]:
-                    rows.append({"group": g["group"], "state": g["state"],
-                                 "protocol_type": g["protocol_type"],
-                                 "members": len(g["members"]), "coordinator": node,
-                                 "error": error_message(g["error_code"])
-                                 if g["error_code"] else None})
+                    described.append({**g, "coordinator": node})
+        return described
+
+    async def groups(self) -> list[dict[str, Any]]:
+        """Every group with its state and member count."""
+        rows = [{"group": g["group"], "state": g["state"], "protocol_type": g["protocol_type"],
+                 "members": len(g["members"]), "coordinator": g["coordinator"],
+                 "error": error_message(g["error_code"]) if g["error_code"] else None}
+                for g in await self.describe_all_groups()]
         return sorted(rows, key=lambda r: r["group"])
 
     async def _describe_groups(self, group_ids: list[str], node: int) -> list[Any]:

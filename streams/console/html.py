@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 NAV = [("/topics", "Topics"), ("/groups", "Groups"), ("/connectors", "Connectors"),
-       ("/schemas", "Schemas")]
+       ("/schemas", "Schemas"), ("/apps", "Apps")]
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}

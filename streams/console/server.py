@@ -527,6 +527,9 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
+    from .apps_pages import add_routes as add_apps_routes
+
+    add_apps_routes(app)
     r = app.router
     r.add_get("/", index)
     r.add_get("/static/console.js", static_js)

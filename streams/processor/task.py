@@ -115,9 +115,12 @@ class _Punctuator:
 
 
 class Node:
-    """A runtime node: the processor instance (or source/sink logic) and its children."""
+    """A runtime node: the processor instance (or source/sink logic) and its children.
+    ``processed`` counts the records it received (Kafka's processor-node ``process-total``),
+    which the console turns into records/s per node."""
 
-    __slots__ = ("name", "children", "children_by_name", "processor", "kind", "defn")
+    __slots__ = ("name", "children", "children_by_name", "processor", "kind", "defn",
+                 "processed")
 
     def __init__(self, name: str, kind: str, defn: Any, processor: Any = None) -> None:
         self.name = name
@@ -126,6 +129,7 @@ class Node:
         self.processor = processor
         self.children: list[Node] = []
         self.children_by_name: dict[str, Node] = {}
+        self.processed = 0
 
 
 class TaskContext(ProcessorContext):
@@ -413,6 +417,7 @@ class StreamTask:
             self.stream_time = timestamp
         self.current_metadata = RecordMetadata(inbound.topic, inbound.partition, inbound.offset)
         record = Record(key, value, timestamp, inbound.headers)
+        source.processed += 1
         self.context.current_node = source
         for child in source.children:
             self.run_node(child, record)
@@ -436,6 +441,7 @@ class StreamTask:
                                    inbound.key, inbound.value)
 
     def run_node(self, node: Node, record: Record[Any, Any]) -> None:
+        node.processed += 1
         context = self.context
         previous = context.current_node
         context.current_node = node

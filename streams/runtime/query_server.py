@@ -9,6 +9,9 @@ the last assignment and, when another instance owns the key, forwards the reques
                                        stores likewise a list of sessions
 ``GET /stores/{store}/range?from=&to=`` and ``GET /stores/{store}/all``: the entries of every
                                        instance, up to ``?limit=`` (default 1000)
+``GET /instance``                      this instance: state, tasks (active with lag, restoring
+                                       with progress, standby), topology, records per node
+                                       (instance_report.py; what ``streams console`` shows)
 
 Keys in the path are text parsed by the store's key serde (an integer for ``Serdes.long()``,
 JSON for ``Serdes.json()``...); values are the store's values as JSON. The server runs on its
@@ -167,6 +170,7 @@ class QueryServer:
         web_app.router.add_get("/stores/{store}/keys/{key}", self._handle_key)
         web_app.router.add_get("/stores/{store}/range", self._handle_range)
         web_app.router.add_get("/stores/{store}/all", self._handle_all)
+        web_app.router.add_get("/instance", self._handle_instance)
         self._runner = web.AppRunner(web_app, access_log=None)
         await self._runner.setup()
         try:
@@ -210,6 +214,22 @@ class QueryServer:
             self._thread.join(10)
 
     # -- handlers -----------------------------------------------------------------------------
+
+    async def _handle_instance(self, request: web.Request) -> web.Response:
+        from .instance_report import report
+
+        loop = self.app._loop
+        if loop is None or not loop.is_running():  # not started, or closed
+            return web.json_response(report(self.app), dumps=_dumps)
+
+        async def on_stream_loop() -> dict[str, Any]:
+            return report(self.app)
+        future = asyncio.run_coroutine_threadsafe(on_stream_loop(), loop)
+        try:
+            data = await asyncio.wait_for(asyncio.wrap_future(future), FORWARD_TIMEOUT_S)
+        except TimeoutError:
+            return _error(503, "the stream thread did not answer in time; retry")
+        return web.json_response(data, dumps=_dumps)
 
     def _store_kind(self, store: str) -> str:
         topology = self.app.topology
@@ -404,3 +424,7 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
     except Exception as exc:
         log.exception("query %s failed", request.rel_url)
         return _error(500, f"the query failed: {exc!r}")
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, default=str)

@@ -118,6 +118,21 @@ class StateUpdater:
                 result[(tp.topic, tp.partition)] = changelog.next_offset
         return result
 
+    def progress(self, task_id: TaskId) -> list[dict[str, Any]]:
+        """Where each changelog partition of a restoring or standby task stands: the store,
+        the next offset applied (None before positioning), the end it is heading for, and the
+        records applied so far (the console's restore progress and standby lag)."""
+        rows = []
+        for tp in sorted(self._pending.get(task_id, set()) | self._standbys.get(task_id, set())):
+            changelog = self._changelogs.get(tp)
+            if changelog is None:
+                continue
+            end = self._end_of(tp) if changelog.standby else changelog.end
+            rows.append({"store": changelog.name, "topic": tp.topic, "partition": tp.partition,
+                         "position": changelog.next_offset, "end": end,
+                         "applied": changelog.total})
+        return rows
+
     def limits_changed(self) -> None:
         """Restore limits of input-topic changelogs arrived (TaskManager.set_restore_limits)."""
         self._wakeup.set()

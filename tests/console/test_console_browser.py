@@ -149,27 +149,6 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         broker.stop()
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with playwright_api.sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM,
-                                     args=["--no-sandbox", "--disable-gpu"])
-        yield instance
-        instance.close()
-
-
-@pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1200, "height": 800})
-    tab = context.new_page()
-    errors: list[str] = []
-    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    tab.on("pageerror", lambda e: errors.append(str(e)))
-    tab.console_errors = errors
-    yield tab
-    context.close()
-
-
 def visit(page: Any, url: str, shot: str | None = None) -> None:
     response = page.goto(url)
     assert response is not None and response.status == 200, (url, response and response.status)
