@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import field_validator, model_validator
 
 from connect.config_def import (
     ConfigDef,
@@ -79,6 +79,14 @@ class WorkerConfig(KafkaConfigModel):
     connect_protocol: str = "sessioned"
     worker_sync_timeout_ms: int = 3000
     exactly_once_source_support: str = "disabled"
+    # KIP-507 session keys: the leader writes a new one every inter.worker.key.ttl.ms (0: the
+    # first key stays), generated for the key algorithm and size; requests are signed with the
+    # signature algorithm and accepted with any of the verification algorithms.
+    inter_worker_key_ttl_ms: int = 3600000
+    inter_worker_key_generation_algorithm: str = "HmacSHA256"
+    inter_worker_key_size: int | None = None
+    inter_worker_signature_algorithm: str = "HmacSHA256"
+    inter_worker_verification_algorithms: str = "HmacSHA256"
     # Prometheus GET /metrics and GET /health on http://HOST:PORT (unset: only /metrics on
     # the REST listener).
     metrics_listener: str | None = None
@@ -131,6 +139,56 @@ class WorkerConfig(KafkaConfigModel):
         if value < 0:
             raise ValueError("must be at least 0")
         return value
+
+    @field_validator("inter_worker_key_ttl_ms")
+    @classmethod
+    def _key_ttl(cls, value: int) -> int:
+        if not 0 <= value <= 2**31 - 1:
+            raise ValueError("must be between 0 and 2147483647")
+        return value
+
+    @field_validator("inter_worker_key_generation_algorithm", "inter_worker_signature_algorithm")
+    @classmethod
+    def _mac_algorithm(cls, value: str) -> str:
+        from connect.runtime.session_key import MAC_ALGORITHMS
+
+        if value.strip() not in MAC_ALGORITHMS:
+            raise ValueError("must be one of " + ", ".join(MAC_ALGORITHMS))
+        return value.strip()
+
+    @field_validator("inter_worker_key_size")
+    @classmethod
+    def _key_size(cls, value: int | None) -> int | None:
+        if value is not None and (value <= 0 or value % 8):
+            raise ValueError("must be a positive number of bits divisible by 8")
+        return value
+
+    @field_validator("inter_worker_verification_algorithms")
+    @classmethod
+    def _verification_algorithms(cls, value: str) -> str:
+        from connect.runtime.session_key import MAC_ALGORITHMS
+
+        names = [n.strip() for n in value.split(",") if n.strip()]
+        if not names:
+            raise ValueError("must name at least one algorithm")
+        unknown = [n for n in names if n not in MAC_ALGORITHMS]
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)} not among " + ", ".join(MAC_ALGORITHMS))
+        return ",".join(names)
+
+    @model_validator(mode="after")
+    def _signature_verifiable(self) -> WorkerConfig:
+        """As Kafka's DistributedConfig: a worker must accept its own signatures."""
+        if self.inter_worker_signature_algorithm not in self.verification_algorithms:
+            raise ValueError(
+                f"Invalid value {self.inter_worker_signature_algorithm} for configuration "
+                "inter.worker.signature.algorithm: Signature algorithm must be present in "
+                "inter.worker.verification.algorithms list")
+        return self
+
+    @property
+    def verification_algorithms(self) -> list[str]:
+        return self.inter_worker_verification_algorithms.split(",")
 
     @field_validator("connector_client_config_override_policy")
     @classmethod

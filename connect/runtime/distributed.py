@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -196,6 +197,8 @@ class DistributedHerder(Herder):
         self._rejoin_after_reconcile = False
         self.sessioned = False  # the group's protocol is sessioned (KIP-507)
         self.session_key: session_key.SessionKey | None = None
+        self._key_timer: asyncio.TimerHandle | None = None
+        self._key_written = False  # a new key is on its way to the config topic
         self._scheduled: asyncio.TimerHandle | None = None
 
     # -- startup -------------------------------------------------------------------------------
@@ -235,6 +238,8 @@ class DistributedHerder(Herder):
         self.ready = False
         if self._scheduled is not None:
             self._scheduled.cancel()
+        if self._key_timer is not None:
+            self._key_timer.cancel()
         for task in (self._member_task, self._reconciler):
             if task is not None:
                 task.cancel()
@@ -273,10 +278,7 @@ class DistributedHerder(Herder):
         self._generation = generation
         self.leader_url = data.get("leader_url")
         self.sessioned = sessioned
-        if sessioned and self.is_leader and self.session_key is None:
-            # KIP-507: the leader distributes the key through the config topic.
-            self._spawn(self.config_log.send(session_key.CONFIG_KEY,
-                                             session_key.SessionKey.generate().to_record()))
+        self._check_key_rotation()
         self.my_connectors = set(data.get("connectors", []))
         self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
         self.worker.hold(max(generation, 0), self.my_connectors, self.my_tasks)
@@ -372,6 +374,10 @@ class DistributedHerder(Herder):
         self.fencing.apply(key, value)
         if key == session_key.CONFIG_KEY:
             self.session_key = session_key.SessionKey.from_record(value)
+            self._key_written = False
+            if self._caught_up:
+                log.info("Session key updated")
+                self._check_key_rotation()
             return
         if key.startswith("connector-"):
             name = key[len("connector-"):]
@@ -461,18 +467,54 @@ class DistributedHerder(Herder):
                 await asyncio.sleep(0.1)  # the leader's key is on its way through the topic
             await request_fencing(lambda: self.leader_url, name, headers=self._signature)
 
+    # -- session keys (KIP-507) ----------------------------------------------------------------
+    def _check_key_rotation(self) -> None:
+        """Leader of a sessioned group: write a session key if there is none, the current one
+        is ``inter.worker.key.ttl.ms`` old, or it was generated with other settings; otherwise
+        come back when it expires (Kafka's checkForKeyRotation, run from the herder's tick)."""
+        if self._key_timer is not None:
+            self._key_timer.cancel()
+            self._key_timer = None
+        if not (self.sessioned and self.is_leader) or self._key_written:
+            return
+        cfg = self.config
+        key = self.session_key
+        now_ms = time.time() * 1000
+        if key is None or key.expires_ms(cfg.inter_worker_key_ttl_ms) <= now_ms or not key.matches(
+                cfg.inter_worker_key_generation_algorithm, cfg.inter_worker_key_size):
+            log.info("writing a new session key to the config topic (%s)",
+                     "none yet" if key is None else "the current one expired or was generated "
+                     "with other settings")
+            self._key_written = True  # until it is read back (then checked again)
+            new_key = session_key.SessionKey.generate(cfg.inter_worker_key_generation_algorithm,
+                                                      cfg.inter_worker_key_size)
+            self._spawn(self._write_session_key(new_key))
+            return
+        delay_s = (key.expires_ms(cfg.inter_worker_key_ttl_ms) - now_ms) / 1000
+        if delay_s < 2**31 / 1000:
+            self._key_timer = asyncio.get_running_loop().call_later(
+                delay_s, self._check_key_rotation)
+
+    async def _write_session_key(self, key: session_key.SessionKey) -> None:
+        try:
+            await self.config_log.send(session_key.CONFIG_KEY, key.to_record())
+        except Exception:
+            self._key_written = False  # the next assignment or expiry check tries again
+            raise
+
     def _signature(self, body: bytes) -> dict[str, str]:
         """Headers that sign an internal request (KIP-507; none unless sessioned)."""
         if not self.sessioned or self.session_key is None:
             return {}
-        return self.session_key.sign(body)
+        return self.session_key.sign(body, self.config.inter_worker_signature_algorithm)
 
     def verify_internal(self, body: bytes, headers: Any) -> None:
         """Refuse an internal request whose signature is missing or wrong (sessioned only)."""
         if not self.sessioned:
             return
         try:
-            session_key.verify(self.session_key, body, headers)
+            session_key.verify(self.session_key, body, headers,
+                               self.config.verification_algorithms)
         except session_key.SignatureError as exc:
             raise HerderError(str(exc), exc.status) from None
 
