@@ -107,7 +107,7 @@ def run_ours(args: argparse.Namespace) -> None:
 
 
 def run_hand(args: argparse.Namespace) -> None:
-    """Batched like ours (streams/kafka_batching.py's RecordCollector): each output record is
+    """Batched like ours (streams/kafka/batching.py's RecordCollector): each output record is
     appended synchronously to an aiokafka batch per partition (murmur2 of the key, as the Java
     client and ours partition), every batch is handed to the producer with ``send_batch`` once
     per poll without waiting for its delivery, and deliveries are awaited only before a commit.

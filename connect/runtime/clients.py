@@ -20,7 +20,7 @@ from streams.client_config import (
     check_security,
     security_kwargs,
 )
-from streams.kafka_internals import connection_failure
+from streams.kafka.internals import connection_failure
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig

@@ -38,7 +38,7 @@ from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
 from connect.runtime.standalone import ConnectProcess
 from connect.runtime.status import State, Status, TargetState, TaskId
 from streams.config import ConfigError
-from streams.kafka_internals import group_generation, member_id, request_rejoin
+from streams.kafka.internals import group_generation, member_id, request_rejoin
 
 log = logging.getLogger("connect.distributed")
 

@@ -20,7 +20,7 @@ from aiokafka.structs import TopicPartition
 
 from connect.runtime import clients
 from connect.runtime.offsets import OffsetStore, offset_key, parse_key
-from streams.kafka_internals import fetch_position, refresh_metadata
+from streams.kafka.internals import fetch_position, refresh_metadata
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig

@@ -25,7 +25,7 @@ from connect.runtime.offsets import offset_key
 from connect.runtime.source_offsets import ConnectorOffsets
 from connect.runtime.task_runner import TaskRunner
 from connect.runtime.task_support import build_converters
-from streams.kafka_batching import RecordCollector
+from streams.kafka.batching import RecordCollector
 
 log = logging.getLogger("connect.source")
 

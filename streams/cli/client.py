@@ -22,7 +22,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
 
 from ..client_config import CLI_ROLES, ClientConfigError, ClientConfigs
 from ..config import ConfigError, read_properties
-from ..kafka_internals import security_protocol
+from ..kafka.internals import security_protocol
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 CONNECT_TIMEOUT_S = 5.0

@@ -30,7 +30,7 @@ from ..cli.client import (
     start_client,
 )
 from ..kafka import admin as kadmin
-from ..kafka_internals import send_to_node
+from ..kafka.internals import send_to_node
 
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps for the log start and end
 SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")

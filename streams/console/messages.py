@@ -13,7 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 
 from ..cli.client import REQUEST_TIMEOUT_MS, CliError, connection_kwargs, start_client
 from ..cli.consume_cmd import DESERIALIZERS, REGISTRY_FORMATS, registry_reader
-from ..kafka_internals import wait_on_metadata
+from ..kafka.internals import wait_on_metadata
 from .cluster import ConsoleError
 
 FORMATS = sorted([*DESERIALIZERS, *REGISTRY_FORMATS])

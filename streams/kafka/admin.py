@@ -15,7 +15,7 @@ from aiokafka.protocol.admin import DeleteGroupsRequest
 from aiokafka.protocol.api import Request
 from aiokafka.protocol.commit import OffsetCommitRequest
 
-from ..kafka_internals import send_to_any, send_to_node
+from .internals import send_to_any, send_to_node
 from .requests import OffsetDelete
 
 GROUP_ID_NOT_FOUND = 69

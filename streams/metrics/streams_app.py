@@ -123,7 +123,7 @@ def _consumer_samples(thread: Any, client_id: str) -> Iterator[Sample]:
         return
     from aiokafka import TopicPartition
 
-    from ..kafka_internals import fetch_position
+    from ..kafka.internals import fetch_position
 
     try:
         assigned = list(consumer.assignment())

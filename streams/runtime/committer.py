@@ -24,8 +24,8 @@ from typing import Any
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
-from ..kafka_batching import RecordCollector
-from ..kafka_internals import GroupFencedOffsets, GroupMetadata, check_membership, group_metadata
+from ..kafka.batching import RecordCollector
+from ..kafka.internals import GroupFencedOffsets, GroupMetadata, check_membership, group_metadata
 from .task_manager import TaskManager
 
 log = logging.getLogger(__name__)

@@ -16,8 +16,8 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
-from ..kafka_batching import RecordCollector
-from ..kafka_internals import stop_client
+from ..kafka.batching import RecordCollector
+from ..kafka.internals import stop_client
 from .assignor import StreamsPartitionAssignor
 from .committer import Committer
 from .state_updater import StateUpdater
@@ -47,7 +47,7 @@ class ClientGeneration:
         committed by this generation's producer after this point)."""
         self.closed = True
         # Every step runs whatever the one before raised: a consumer left running here stays
-        # in the group as a member that never polls (see kafka_internals.stop_client).
+        # in the group as a member that never polls (see streams.kafka.internals.stop_client).
         try:
             await self.updater.close()
         except asyncio.CancelledError:

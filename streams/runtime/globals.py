@@ -12,7 +12,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from ..kafka_internals import stop_client, wait_on_metadata
+from ..kafka.internals import stop_client, wait_on_metadata
 from ..processor.global_task import GlobalStoreFeeder
 from ..processor.task import InboundRecord, TaskConfig
 from ..state.stores import StoreInitContext

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Sequence
 from typing import Any
 
-from ..kafka_batching import default_partition
+from ..kafka.batching import default_partition
 
 log = logging.getLogger(__name__)
 

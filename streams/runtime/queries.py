@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TypeVar
 
 from aiokafka import TopicPartition
 
-from ..kafka_batching import default_partition
+from ..kafka.batching import default_partition
 from ..processor.api import TaskId
 from ..serde import Serde
 from ..state.readonly import read_only_view

@@ -3,7 +3,7 @@
 Tasks with logged stores are handed to the updater when they are created; it reads their
 changelog partitions up to the end offsets seen at that moment into the stores (the high
 watermark under exactly-once too, read with read_committed: a previous owner's transaction still
-open then is waited for, see ``kafka_internals.high_watermarks``), while the stream thread goes on processing the tasks that are
+open then is waited for, see ``streams.kafka.internals.high_watermarks``), while the stream thread goes on processing the tasks that are
 already restored, and answering heartbeats and rebalances. A task revoked while restoring is
 removed at once: the updater never touches its stores again. One updater belongs to one client
 generation and is closed with it.
@@ -28,7 +28,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from ..kafka_internals import fetch_position, high_watermarks, stop_client
+from ..kafka.internals import fetch_position, high_watermarks, stop_client
 from ..processor.api import TaskId
 from .restore import ChangelogState
 

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from ..kafka_batching import RecordCollector
+from ..kafka.batching import RecordCollector
 from ..processor.api import TaskId
 from ..processor.task import StreamTask, TaskConfig
 from ..topology.topology import Topology

@@ -32,8 +32,8 @@ from aiokafka.errors import (
     UnknownMemberIdError,
 )
 
-from ..kafka_batching import RecordCollector
-from ..kafka_internals import (
+from ..kafka.batching import RecordCollector
+from ..kafka.internals import (
     FencedByGroupError,
     GroupMetadata,
     check_membership,

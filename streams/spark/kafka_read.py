@@ -34,7 +34,7 @@ from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.memory_records import MemoryRecords
 
-from streams.kafka_internals import client_of, cluster_metadata
+from streams.kafka.internals import client_of, cluster_metadata
 from streams.loop_thread import LoopThread, RunTimeoutError
 from streams.spark.source_offsets import ClientSettings
 

@@ -3,7 +3,7 @@
 * :func:`write_partition` runs in a Spark task's Python worker. It turns the Arrow record batches
   Spark hands the writer into Kafka records (no per-row ``Row`` objects: columns are converted
   in bulk, records appended straight into per-partition record batches by
-  :class:`~streams.kafka_batching.RecordCollector`, keyed records partitioned with Kafka's
+  :class:`~streams.kafka.batching.RecordCollector`, keyed records partitioned with Kafka's
   murmur2 like Spark's Kafka sink). Every Arrow batch is checked before any of its records is
   sent (null topics, unknown topics, partitions out of range, records over
   ``max.request.size``). With a transactional id the task's records go into one transaction
@@ -32,8 +32,8 @@ from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.transaction import EndTxnRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
-from streams.kafka_batching import RecordCollector
-from streams.kafka_internals import producer_transaction
+from streams.kafka.batching import RecordCollector
+from streams.kafka.internals import producer_transaction
 from streams.spark.sink_options import ProducerSettings, SinkOptionError
 
 log = logging.getLogger("streams.spark.sink")

@@ -25,7 +25,7 @@ from streams import (
     Suppressed,
     TimeWindows,
 )
-from streams.kafka_batching import default_partition
+from streams.kafka.batching import default_partition
 from streams.topology.topology import Topology
 
 PARTITIONS = 4

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 
 from streams import Serdes, StreamsBuilder
-from streams.kafka_batching import default_partition
+from streams.kafka.batching import default_partition
 from streams.testing import TestRecord, TopologyTestDriver
 from streams.topology.topology import TopologyError
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-from streams.kafka_batching import default_partition
+from streams.kafka.batching import default_partition
 from streams.processor.api import TaskId
 from streams.runtime.assignor import AssignmentInfo, MemberInfo, StreamsPartitionAssignor
 from streams.runtime.queries import HostInfo, KeyQueryMetadata, StreamsMetadataState

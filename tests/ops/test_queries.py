@@ -12,7 +12,7 @@ from aiokafka import TopicPartition
 from helpers import RECENT_TS, create_topics, free_port, wait_until
 
 from streams import KafkaStreams
-from streams.kafka_batching import default_partition
+from streams.kafka.batching import default_partition
 from streams.runtime import State
 from streams.runtime.queries import HostInfo, KeyQueryMetadata
 

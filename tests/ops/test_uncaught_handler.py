@@ -8,7 +8,7 @@ import pytest
 from helpers import RECENT_TS, create_topics, wait_until
 
 from streams import KafkaStreams
-from streams.kafka_batching import default_partition
+from streams.kafka.batching import default_partition
 from streams.runtime import State
 from streams.runtime.app import (
     IllegalStateError,

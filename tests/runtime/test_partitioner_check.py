@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from streams import KafkaStreams, Serdes, StreamsBuilder
-from streams.kafka_batching import default_partition
+from streams.kafka.batching import default_partition
 from streams.runtime.partitioner_check import PartitionerCheck
 
 from .kafka_io import create_topics, latest_by_key, produce, read_all

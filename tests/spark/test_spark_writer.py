@@ -99,7 +99,7 @@ def test_batch_write_typed_and_binary_columns(spark: Any, broker: Any, guarantee
         assert got_key == (key.encode() if key else None)
         assert ts == base_ms + i
     # Keyed rows land where Kafka's Java producer would put them (murmur2), as Spark's sink.
-    from streams.kafka_batching import default_partition
+    from streams.kafka.batching import default_partition
     for part, _, key, _value, _, _ in got:
         if key is not None:
             assert part == default_partition(key, 3)

@@ -4,7 +4,7 @@ such a return from an ordinary rebalance this member took part in."""
 
 from __future__ import annotations
 
-from streams.kafka_internals import GroupMetadata
+from streams.kafka.internals import GroupMetadata
 from streams.runtime.thread import _left_the_group
 
 

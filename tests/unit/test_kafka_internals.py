@@ -1,4 +1,4 @@
-"""Contract tests for streams.kafka_internals, the one module that touches aiokafka's private
+"""Contract tests for streams.kafka.internals, the one module that touches aiokafka's private
 internals: if an aiokafka upgrade moves them, these fail first, with a clear name."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from helpers import create_topics
 
-from streams.kafka_internals import (
+from streams.kafka.internals import (
     FencedByGroupError,
     GroupFencedOffsets,
     GroupMetadata,

@@ -1,5 +1,5 @@
 """Contract tests for the aiokafka internals Connect and the Spark source use through
-streams.kafka_internals (metadata on demand, a forced rejoin, a raw admin request): if an aiokafka
+streams.kafka.internals (metadata on demand, a forced rejoin, a raw admin request): if an aiokafka
 upgrade moves them, these fail first, with a clear name."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.protocol.admin import DeleteGroupsRequest
 from helpers import create_topics
 
-from streams.kafka_internals import (
+from streams.kafka.internals import (
     cluster_metadata,
     group_metadata,
     refresh_metadata,
