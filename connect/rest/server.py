@@ -331,7 +331,8 @@ class RestApi:
             if not same:
                 raise BadRequest("Included connector type " + str(given) + " does not match "
                                  "request type " + request.match_info["plugin"])
-        return _json(_masked_validation(self.herder.validate(body, plugin=desc.class_name)))
+        return _json(_masked_validation(await self.herder.validate(body,
+                                                                   plugin=desc.class_name)))
 
     # -- loggers (KIP-495) ---------------------------------------------------------------------
     async def loggers(self, request: web.Request) -> web.Response:

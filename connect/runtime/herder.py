@@ -9,6 +9,7 @@ logic here; subclasses override the ``_store_*`` methods and ``assigned_*``.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import re
 from typing import Any
@@ -292,8 +293,27 @@ class Herder:
         self.worker.active_topics.pop(name, None)
 
     # -- validation ----------------------------------------------------------------------------
-    def validate(self, config: dict[str, Any], plugin: str | None = None) -> dict[str, Any]:
-        """Kafka's ConfigInfos for a connector config (``PUT .../config/validate``)."""
+    async def validate(self, config: dict[str, Any], plugin: str | None = None) -> dict[str, Any]:
+        """Kafka's ConfigInfos for a connector config (``PUT .../config/validate``), computed
+        on a thread of its own (as Kafka's AbstractHerder runs validation on its connector
+        executor): a connector whose ``validate()`` is slow or stuck never holds up the
+        worker's loop. After :data:`VALIDATION_TIMEOUT_S` the request fails as Kafka's REST
+        request times out, naming the stage it was in; the thread is given up on."""
+        stage = _Stage("resolving transformed configuration properties for the connector")
+        thread = PluginThread("connector-validation")
+        try:
+            return await asyncio.wait_for(thread.call(self._validate, config, plugin, stage),
+                                          VALIDATION_TIMEOUT_S)
+        except TimeoutError:
+            thread.abandon()
+            raise HerderError(f"Request timed out. The worker is currently {stage.description}"
+                              f", which began at {stage.began}.") from None
+        finally:
+            if not thread.abandoned:
+                thread.close(0)
+
+    def _validate(self, config: dict[str, Any], plugin: str | None,
+                  stage: _Stage) -> dict[str, Any]:
         config = {str(k): v if v is None or isinstance(v, str) else str(v)
                   for k, v in config.items()}
         # ${provider:path:key} values are checked resolved, as Kafka's AbstractHerder does
@@ -310,6 +330,7 @@ class Herder:
             raise BadRequest(str(exc)) from None
         kind = plugins.connector_type(cls)
         common = connector_config_def(kind)
+        stage.enter(f"validating {kind} connector-specific properties for the connector")
         values = {v.name: v for v in common.validate(config)}
         if kind == "sink":
             for problem in check_sink_topics(config):
@@ -330,7 +351,9 @@ class Herder:
                 TransformationChain.from_config(config).close()
             except Exception as exc:
                 values["transforms"].errors.append(str(exc))
+        stage.enter("retrieving the configuration definition from the connector")
         own_def = connector.config_def()
+        stage.enter("performing multi-property validation for the connector")
         try:
             own_values = {v.name: v for v in connector.validate(dict(config))}
         except Exception as exc:
@@ -353,8 +376,8 @@ class Herder:
         return {"name": plugins.class_name(cls), "error_count": error_count, "groups": groups,
                 "configs": entries}
 
-    def _check_valid(self, config: dict[str, str]) -> None:
-        result = self.validate(config)
+    async def _check_valid(self, config: dict[str, str]) -> None:
+        result = await self.validate(config)
         _warn_unknown_keys(config, result)
         if result["error_count"]:
             messages = [e for c in result["configs"] for e in c["value"]["errors"]]
@@ -396,7 +419,7 @@ class Herder:
         except ValueError as exc:
             raise BadRequest(str(exc)) from None
         await self.ensure_leader()
-        self._check_valid(config)
+        await self._check_valid(config)
         async with self._write_lock:  # concurrent identical PUTs: one creates, the rest update
             exists = name in self.configs
             if exists and not allow_replace:
@@ -602,6 +625,23 @@ class Herder:
             raise BadRequest(f"Failed to alter offsets for connector: {exc}") from None
         finally:
             thread.close(0)
+
+
+# How long a validation may take before its REST request fails (Kafka's REST request timeout).
+VALIDATION_TIMEOUT_S = 90.0
+
+
+class _Stage:
+    """What a validation is doing, for the message of a request that timed out (Kafka's
+    Stage)."""
+
+    def __init__(self, description: str) -> None:
+        self.enter(description)
+
+    def enter(self, description: str) -> None:
+        self.description = description
+        self.began = datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds") \
+            .replace("+00:00", "Z")
 
 
 # A connector's name is part of its REST paths; longer names could be created but never read,

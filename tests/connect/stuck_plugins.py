@@ -96,3 +96,30 @@ class SlowStopSourceConnector(SourceConnector):
 
     def stop(self) -> None:
         pass
+
+
+class SlowValidateSourceConnector(SourceConnector):
+    """``validate()`` writes ``entered.file`` and then blocks until ``release.file`` exists (a
+    connector checking its config against a slow external system)."""
+
+    def validate(self, props: dict[str, str]) -> Any:
+        import time
+        from pathlib import Path
+
+        Path(props["entered.file"]).write_text("validating")
+        release = Path(props["release.file"])
+        while not release.exists():
+            time.sleep(0.05)
+        return super().validate(props)
+
+    def start(self, props: dict[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self) -> type:
+        return SlowStopSourceTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props)]
+
+    def stop(self) -> None:
+        pass

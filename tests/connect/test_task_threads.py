@@ -192,3 +192,37 @@ def test_an_abandoned_task_is_failed_with_the_reason(tmp_path: Path, broker) -> 
         assert second is not first and second is not None and not second.abandoned
     finally:
         worker.stop()
+
+
+def test_a_slow_validate_holds_up_nothing_else(tmp_path: Path, broker) -> None:
+    """A connector's validate() runs on a thread of its own (as Kafka's connector executor):
+    while one blocks, the worker answers, and creates and starts another connector."""
+    import threading
+
+    entered, release = tmp_path / "entered", tmp_path / "release"
+    worker = standalone(tmp_path, broker.bootstrap)
+    answers: list[tuple[int, object]] = []
+    try:
+        slow = {"name": "slow", "connector.class": "stuck_plugins.SlowValidateSourceConnector",
+                "entered.file": str(entered), "release.file": str(release)}
+        caller = threading.Thread(target=lambda: answers.append(http(
+            "PUT", f"{worker.url}/connector-plugins/stuck_plugins.SlowValidateSourceConnector/config/validate",
+            slow)), daemon=True)
+        caller.start()
+        wait_until(lambda: entered.exists() or answers, 30, message="validate() entered")
+        assert not answers, answers
+        assert http("GET", f"{worker.url}/connectors")[0] == 200
+        code, body = http("PUT", f"{worker.url}/connectors/lines/config", {
+            "connector.class": "FileStreamSource", "topic": "lines",
+            "file": str(tmp_path / "in.txt")})
+        assert code == 201, body
+        wait_running(worker.url, "lines", tasks=1)
+        assert not answers and not release.exists()  # the slow validation is still going on
+        release.write_text("go")
+        caller.join(60)
+        assert answers and answers[0][0] == 200, answers
+        errors = [e for c in answers[0][1]["configs"] for e in c["value"]["errors"]]
+        assert answers[0][1]["error_count"] == 0, errors
+    finally:
+        release.write_text("go")
+        worker.stop()
