@@ -46,8 +46,7 @@ NOT_IMPLEMENTED = {
     81: "RemoveRaftVoter", 83: "InitializeShareGroupState", 84: "ReadShareGroupState",
     85: "WriteShareGroupState", 86: "DeleteShareGroupState",
     87: "ReadShareGroupStateSummary", 88: "StreamsGroupHeartbeat", 89: "StreamsGroupDescribe",
-    90: "DescribeShareGroupOffsets", 91: "AlterShareGroupOffsets",
-    92: "DeleteShareGroupOffsets", 93: "(key 93)", 94: "(key 94)",
+    93: "(key 93)", 94: "(key 94)",
 }
 # docs/kafka-differences.md "Topic configs": Kafka 4 removed these two (KIP-724); we keep
 # accepting them as Kafka 3.x did, for clients and tools that still set them.

@@ -195,8 +195,10 @@ class ConsumerGroups(GroupProtocol):
     def tick(self, now: float) -> None:
         """Session expiry (group.consumer.session.timeout.ms) and members that do not revoke
         within their rebalance timeout: both leave the group."""
-        session = self.config.group_consumer_session_timeout_ms / 1000
+        configs = self.coordinator.configs
         for group in list(self.groups.values()):
+            # consumer.session.timeout.ms (group config) over the broker's
+            session = configs.int_value(group.group_id, "consumer.session.timeout.ms") / 1000
             for member in list(group.members.values()):
                 if now > member.last_heartbeat + session:
                     log.info("consumer group %s: member %s session expired", group.group_id,
@@ -301,8 +303,9 @@ class ConsumerGroups(GroupProtocol):
         send = assignment if (assignment != member.last_sent or req.member_epoch == 0
                               or full) else None
         member.last_sent = assignment
-        return HeartbeatResult(errors.NONE, None, member.member_id, member.epoch,
-                               self.config.group_consumer_heartbeat_interval_ms, send)
+        interval = self.coordinator.configs.int_value(req.group_id,
+                                                      "consumer.heartbeat.interval.ms")
+        return HeartbeatResult(errors.NONE, None, member.member_id, member.epoch, interval, send)
 
     def _validate(self, req: HeartbeatRequest) -> tuple[int, str] | None:
         if not req.group_id:

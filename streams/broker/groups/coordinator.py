@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 from . import errors
 from .consumer import ConsumerGroups
 from .group import Group, GroupState
+from .group_configs import GroupConfigs
 from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult, join_error
 from .offset_ops import OffsetOperations
 from .offsets import OffsetStore
@@ -77,6 +78,8 @@ class GroupCoordinator(OffsetOperations):
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore(broker.topics, self.config.offsets_topic_num_partitions)
         self.protocols: dict[GroupType, GroupProtocol] = {}
+        # Per-group overrides of group.* broker settings (GROUP config resources).
+        self.configs = GroupConfigs(self.config, broker.topics.data_dir)
         self._ticker: asyncio.Task[None] | None = None
         # Non-classic group types plug in here: self.register_protocol(SomeProtocol(self)).
         self.register_protocol(ShareGroupProtocol(self))
@@ -132,6 +135,7 @@ class GroupCoordinator(OffsetOperations):
     async def start(self) -> None:
         """Replay committed offsets; groups that only have offsets come back Empty."""
         self.offsets.load()
+        self.configs.load()
         for group_id in self.offsets.group_ids():
             # Empty since an unknown time: offset expiry counts from each commit instead.
             self._get_or_create(group_id).state_since_ms = 0

@@ -273,6 +273,7 @@ class OffsetOperations:
                     results[group_id] = errors.NON_EMPTY_GROUP
                     continue
                 owner.forget(group_id)
+                await owner.deleted(group_id)
                 await self.offsets.delete_group(group_id)
                 results[group_id] = errors.NONE
                 log.info("deleted %s group %s", owner.group_type.value, group_id)

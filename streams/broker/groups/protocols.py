@@ -96,6 +96,10 @@ class GroupProtocol(ABC):
         """Release parked requests and timers."""
         return None
 
+    async def deleted(self, group_id: str) -> None:
+        """DeleteGroups removed the group (after ``forget``): drop its durable state."""
+        return None
+
     def tick(self, now: float) -> None:
         """Expire sessions; ``now`` is the event loop's clock (seconds)."""
         return None

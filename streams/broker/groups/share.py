@@ -17,6 +17,8 @@ request's partitions, each later request carries the next epoch and adds or forg
 from __future__ import annotations
 
 import logging
+import re
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -24,14 +26,19 @@ from typing import TYPE_CHECKING
 from . import errors
 from .protocols import GroupListing, GroupProtocol, GroupType
 from .share_partition import ShareConfig, SharePartition
-from .share_state import ShareKey, ShareStateStore
+from .share_state import ShareKey, ShareSnapshot, ShareStateStore
 
 if TYPE_CHECKING:
+    from ..storage.log import PartitionLog
     from .coordinator import GroupCoordinator
 
 log = logging.getLogger(__name__)
 
 SHARE_STATE_PARTITIONS = 50  # share.coordinator.state.topic.num.partitions (Kafka's default)
+# A share-partition assigned but never fetched: Kafka's coordinator initializes its state with
+# start offset -1, and the first ShareFetch resolves it by share.auto.offset.reset.
+UNINITIALIZED = -1
+_DURATION = re.compile(r"^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$")
 
 TopicPartition = tuple[str, int]
 
@@ -91,14 +98,20 @@ class ShareGroupProtocol(GroupProtocol):
         self.state = ShareStateStore(self.topics, SHARE_STATE_PARTITIONS)
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.unsaved: set[ShareKey] = set()  # initialized, not yet in __share_group_state
-        conf = coordinator.config
-        self.config = ShareConfig(
-            conf.group_share_record_lock_duration_ms,
-            conf.group_share_delivery_count_limit,
-            conf.group_share_partition_max_record_locks,
-        )
-        self.session_timeout_ms = conf.group_share_session_timeout_ms
-        self.heartbeat_interval_ms = conf.group_share_heartbeat_interval_ms
+        self.configs = coordinator.configs
+
+    def config_for(self, group_id: str) -> ShareConfig:
+        """The share settings of one group: its group configs over the broker's group.share.*"""
+        value = self.configs.int_value
+        return ShareConfig(value(group_id, "share.record.lock.duration.ms"),
+                           value(group_id, "share.delivery.count.limit"),
+                           value(group_id, "share.partition.max.record.locks"))
+
+    def read_committed(self, group_id: str) -> bool:
+        return self.configs.value(group_id, "share.isolation.level") == "read_committed"
+
+    def heartbeat_interval_ms(self, group_id: str) -> int:
+        return self.configs.int_value(group_id, "share.heartbeat.interval.ms")
 
     # -- seam ----------------------------------------------------------------------------------
 
@@ -125,8 +138,9 @@ class ShareGroupProtocol(GroupProtocol):
 
     def tick(self, now: float) -> None:
         for group in self.groups.values():
+            timeout_ms = self.configs.int_value(group.group_id, "share.session.timeout.ms")
             for member in list(group.members.values()):
-                if now - member.last_seen > self.session_timeout_ms / 1000:
+                if now - member.last_seen > timeout_ms / 1000:
                     log.info("share group %s: member %s session expired", group.group_id,
                              member.member_id)
                     self._remove_member(group, member.member_id)
@@ -194,7 +208,7 @@ class ShareGroupProtocol(GroupProtocol):
         assignment = self.assignment(member)
         for topic, partitions in assignment.items():  # Kafka initializes on assignment
             for partition in partitions:
-                self.share_partition(group_id, topic, partition)
+                self.initialize(ShareKey(group_id, topic, partition))
         return HeartbeatResult(errors.NONE, member_id=member_id, epoch=member.epoch,
                                assignment=assignment)
 
@@ -235,21 +249,41 @@ class ShareGroupProtocol(GroupProtocol):
 
     # -- share-partitions ----------------------------------------------------------------------
 
+    def initialize(self, key: ShareKey) -> None:
+        """An assigned share-partition gets state (start offset -1) if it has none yet."""
+        if key not in self.partitions and self.state.get(key) is None:
+            self.unsaved.add(key)
+
     def share_partition(self, group_id: str, topic: str, partition: int) -> SharePartition:
-        """The share-partition, restored from ``__share_group_state`` or initialized at the
-        log end (share.auto.offset.reset=latest, Kafka's default)."""
+        """The share-partition for fetching: restored from ``__share_group_state``, or started
+        where the group's share.auto.offset.reset says (latest, Kafka's default) when it never
+        had a start offset. Its settings follow the group's configs."""
         key = ShareKey(group_id, topic, partition)
         part = self.partitions.get(key)
         plog = self.topics.partition(topic, partition)
+        config = self.config_for(group_id)
         if part is None:
-            part = self.state.restore(key, self.config)
-            if part is None:
-                part = SharePartition(plog.next_offset, self.config)
+            snap = self.state.get(key)
+            if snap is None or snap.start_offset == UNINITIALIZED:
+                part = SharePartition(self._reset_offset(group_id, plog), config)
                 self.unsaved.add(key)  # the start offset must survive a restart
+            else:
+                part = SharePartition.restore(snap.start_offset, snap.batches, config)
             self.partitions[key] = part
+        part.config = config
         if part.start_offset < plog.log_start_offset:  # retention deleted the start
             part.reset_start_offset(plog.log_start_offset)
         return part
+
+    def _reset_offset(self, group_id: str, plog: PartitionLog) -> int:
+        """share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601 duration>."""
+        value = self.configs.value(group_id, "share.auto.offset.reset")
+        if value == "earliest":
+            return plog.log_start_offset
+        if value.startswith("by_duration:"):
+            found = plog.offset_for_timestamp(int(time.time() * 1000) - _duration_ms(value[12:]))
+            return found[0] if found is not None else plog.next_offset
+        return plog.next_offset
 
     async def persist(self, group_id: str, touched: Iterable[TopicPartition]) -> None:
         """Write the touched share-partitions (and any newly initialized one) durably."""
@@ -259,3 +293,71 @@ class ShareGroupProtocol(GroupProtocol):
             part = self.partitions.get(key)
             if part is not None:
                 await self.state.save(key, part)
+            elif self.state.get(key) is None:
+                await self.state.save_snapshot(key, ShareSnapshot(UNINITIALIZED, ()))
+
+    # -- offsets admin (DescribeShareGroupOffsets, AlterShareGroupOffsets, Delete...) -----------
+
+    def state_keys(self, group_id: str) -> list[ShareKey]:
+        """Every share-partition of the group that has state, persisted or in memory."""
+        keys = set(self.state.keys_of(group_id))
+        keys.update(k for k in self.partitions if k.group_id == group_id)
+        keys.update(k for k in self.unsaved if k.group_id == group_id)
+        return sorted(keys, key=lambda k: (k.topic, k.partition))
+
+    def start_and_lag(self, key: ShareKey) -> tuple[int, int]:
+        """(start offset, lag) as DescribeShareGroupOffsets v1 reports them; (-1, -1) for a
+        share-partition without state or not yet initialized."""
+        part = self.partitions.get(key)
+        if part is None:
+            snap = self.state.get(key)
+            if snap is None or snap.start_offset == UNINITIALIZED:
+                return UNINITIALIZED, UNINITIALIZED
+            part = SharePartition.restore(snap.start_offset, snap.batches,
+                                          self.config_for(key.group_id))
+        topic = self.topics.topics.get(key.topic)
+        if topic is None or key.partition >= len(topic.partitions):
+            return part.start_offset, UNINITIALIZED
+        return part.start_offset, part.lag(topic.partitions[key.partition].next_offset)
+
+    def ensure_group(self, group_id: str) -> ShareGroup:
+        """AlterShareGroupOffsets on an unknown id creates the (empty) share group, as Kafka."""
+        group = self.groups.get(group_id)
+        if group is None:
+            group = self.groups[group_id] = ShareGroup(group_id)
+        return group
+
+    async def alter_start_offset(self, key: ShareKey, offset: int) -> None:
+        """Start the share-partition over at ``offset`` (stored as given, as Kafka 4.4 does;
+        -1 makes the next fetch apply share.auto.offset.reset again)."""
+        if offset == UNINITIALIZED:
+            self.partitions.pop(key, None)
+            self.unsaved.discard(key)
+            await self.state.save_snapshot(key, ShareSnapshot(UNINITIALIZED, ()))
+            return
+        part = SharePartition(offset, self.config_for(key.group_id))
+        self.partitions[key] = part
+        self.unsaved.discard(key)
+        await self.state.save(key, part)
+
+    async def delete_state(self, keys: list[ShareKey]) -> None:
+        """Forget share-partitions (DeleteShareGroupOffsets): the next fetch starts over."""
+        for key in keys:
+            self.partitions.pop(key, None)
+            self.unsaved.discard(key)
+        await self.state.delete(keys)
+
+    async def deleted(self, group_id: str) -> None:
+        """DeleteGroups removed the group: its share state goes too."""
+        await self.delete_state(self.state_keys(group_id))
+
+
+def _duration_ms(text: str) -> int:
+    """An ISO-8601 duration (PnDTnHnMn.nS, as Java's Duration.parse) in milliseconds."""
+    match = _DURATION.match(text)
+    if match is None:
+        return 0
+    days, hours, minutes, seconds = match.groups()
+    total = (int(days or 0) * 86400 + int(hours or 0) * 3600 + int(minutes or 0) * 60
+             + float(seconds or 0))
+    return int(total * 1000)

@@ -122,7 +122,10 @@ class ShareStateStore:
     async def save(self, key: ShareKey, part: SharePartition) -> None:
         """Persist the share-partition and return once it is on disk."""
         start, batches = part.snapshot()
-        snap = ShareSnapshot(start, tuple(batches))
+        await self.save_snapshot(key, ShareSnapshot(start, tuple(batches)))
+
+    async def save_snapshot(self, key: ShareKey, snap: ShareSnapshot) -> None:
+        """Persist one snapshot (unchanged ones cost nothing)."""
         if self.snapshots.get(key) == snap:
             return
         await self._write(key.group_id, [Record(key.encode(), snap.encode(), _now())])

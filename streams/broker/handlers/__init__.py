@@ -57,5 +57,6 @@ def load_all() -> None:
         produce,
         sasl,
         share_groups,
+        share_offsets,
         transactions,
     )

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..broker_alter import alter_broker, incremental_changes
 from ..broker_configs import describe_broker_configs
+from ..groups.group_configs import GroupConfigError
 from ..security.authorizer import (
     ALTER,
     ALTER_CONFIGS,
@@ -18,6 +19,7 @@ from ..security.authorizer import (
     CREATE,
     DESCRIBE,
     DESCRIBE_CONFIGS,
+    GROUP,
     TOPIC,
 )
 from ..security.authorizer import DELETE as DELETE_OP
@@ -47,6 +49,8 @@ OFFSET_OUT_OF_RANGE = 1
 UNKNOWN_TOPIC_ID = 100
 RESOURCE_TOPIC = 2
 RESOURCE_BROKER = 4
+RESOURCE_GROUP = 32
+GROUP_AUTHORIZATION_FAILED = 30
 SOURCE_DYNAMIC_TOPIC = 1
 SOURCE_DEFAULT = 5
 # Kafka's longest resource name is a topic's (Topic.MAX_NAME_LENGTH, 249); error messages quote
@@ -258,6 +262,9 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
         elif resource.resource_type == RESOURCE_BROKER:
             entry.update(_describe_broker(broker, resource, wanted,
                                           bool(getattr(request, "include_synonyms", False))))
+        elif resource.resource_type == RESOURCE_GROUP:
+            entry["configs"] = broker.groups.configs.describe(
+                resource.resource_name, wanted, bool(getattr(request, "include_synonyms", False)))
         else:
             entry.update(error_code=INVALID_REQUEST,
                          error_message=f"unsupported resource type {resource.resource_type}")
@@ -274,6 +281,9 @@ def _configs_refused(broker: Broker, ctx: RequestContext, resource: Any, operati
             ctx, operation, CLUSTER, CLUSTER_NAME):
         return {"error_code": CLUSTER_AUTHORIZATION_FAILED,
                 "error_message": AUTHORIZATION_FAILED}
+    if resource.resource_type == RESOURCE_GROUP and not broker.security.allowed(
+            ctx, operation, GROUP, resource.resource_name):
+        return {"error_code": GROUP_AUTHORIZATION_FAILED, "error_message": AUTHORIZATION_FAILED}
     return None
 
 
@@ -340,11 +350,31 @@ def _apply_incremental(current: dict[str, str], effective: Any, changes: Any) ->
     return updated
 
 
+def _alter_group(broker: Broker, resource: Any, validate_only: bool, incremental: bool
+                 ) -> dict[str, Any]:
+    """A GROUP resource: the group's configs (groups/group_configs.py)."""
+    configs = broker.groups.configs
+    try:
+        configs.check_resource(resource.resource_name)
+        if incremental:
+            updated = configs.plan_incremental(resource.resource_name, [
+                (c.name, c.config_operation, c.value) for c in resource.configs])
+        else:
+            updated = configs.plan_replace([(c.name, c.value) for c in resource.configs])
+        configs.validate(updated)
+        if not validate_only:
+            configs.store(resource.resource_name, updated)
+    except GroupConfigError as exc:
+        return _alter_result(resource, exc.code, str(exc))
+    return _alter_result(resource)
+
+
 def _alter_topics(broker: Broker, ctx: RequestContext, request: Any,
                   new_configs: Callable[[Topic, Any], dict[str, str]],
-                  broker_changes: Callable[[Any], dict[str, str | None]]) -> dict:
+                  broker_changes: Callable[[Any], dict[str, str | None]],
+                  incremental: bool = True) -> dict:
     """Shared by both alter APIs: per topic resource, compute, validate and store the configs;
-    BROKER resources go to broker_alter."""
+    BROKER resources go to broker_alter, GROUP resources to the group configs."""
     responses = []
     for resource in request.resources:
         refused = _configs_refused(broker, ctx, resource, ALTER_CONFIGS)
@@ -359,9 +389,12 @@ def _alter_topics(broker: Broker, ctx: RequestContext, request: Any,
             except TopicError as exc:
                 responses.append(_alter_result(resource, exc.code, str(exc)))
             continue
+        if resource.resource_type == RESOURCE_GROUP:
+            responses.append(_alter_group(broker, resource, request.validate_only, incremental))
+            continue
         if resource.resource_type != RESOURCE_TOPIC:
             responses.append(_alter_result(resource, INVALID_REQUEST,
-                                           "only topic configs can be altered at run time"))
+                                           "only topic, broker and group configs can be altered"))
             continue
         try:
             topic = broker.topics.get(resource.resource_name)
@@ -387,4 +420,5 @@ async def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> di
     """The legacy API: the given set replaces every dynamic config of the topic."""
     return _alter_topics(broker, ctx, request,
                          lambda topic, resource: {c.name: c.value for c in resource.configs},
-                         lambda resource: {c.name: c.value for c in resource.configs})
+                         lambda resource: {c.name: c.value for c in resource.configs},
+                         incremental=False)

@@ -17,7 +17,12 @@ from typing import TYPE_CHECKING, Any
 from ..groups import errors
 from ..groups.protocols import GroupType
 from ..groups.share import ShareGroupProtocol, ShareSession
-from ..groups.share_partition import AckBatch, AcknowledgeType, AcquiredRecord
+from ..groups.share_partition import (
+    AckBatch,
+    AcknowledgeType,
+    AcquiredRecord,
+    SharePartition,
+)
 from ..protocol import ms
 from ..records import iter_batches
 from ..security.authorizer import DESCRIBE, GROUP, READ, TOPIC
@@ -66,7 +71,7 @@ async def share_group_heartbeat(broker: Broker, ctx: RequestContext, request: An
     await protocol.persist(request.group_id, ())  # share-partitions initialized on assignment
     body: dict[str, Any] = {
         "throttle_time": 0, "error_code": 0, "member_id": result.member_id,
-        "member_epoch": result.epoch, "heartbeat_interval": protocol.heartbeat_interval_ms,
+        "member_epoch": result.epoch, "heartbeat_interval": protocol.heartbeat_interval_ms(request.group_id),
     }
     if result.assignment is not None:
         body["assignment"] = {"topic_partitions": [
@@ -205,7 +210,7 @@ def _partition_entry(index: int) -> dict[str, Any]:
 @handles(78, 1, 1)
 async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     protocol = _protocol(broker)
-    lock_ms = protocol.config.record_lock_duration_ms
+    lock_ms = protocol.config_for(request.group_id or "").record_lock_duration_ms
     top = {"throttle_time": 0, "acquisition_lock_timeout": lock_ms, "responses": [],
            "node_endpoints": []}
     group_id, member_id = request.group_id, request.member_id
@@ -287,6 +292,7 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ms(request.max_wait) / 1000
     budget = max(1, request.max_records)
+    committed_only = protocol.read_committed(group_id)
     while True:
         logs: list[PartitionLog] = []
         got = 0
@@ -304,12 +310,11 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
                 entry["error_code"] = exc.code
                 continue
             logs.append(plog)
-            acquired = part.acquire(
-                member_id, plog.next_offset, int(loop.time() * 1000), budget - got,
-                undeliverable=_control_offsets(plog, part.end_offset,
-                                               min(plog.next_offset,
-                                                   part.end_offset + budget - got)),
-            )
+            # share.isolation.level=read_committed: only up to the last stable offset, and
+            # the records of aborted transactions are archived, never delivered (KIP-932).
+            upper = plog.last_stable_offset if committed_only else plog.next_offset
+            acquired = _acquire(part, plog, member_id, upper, int(loop.time() * 1000),
+                                budget - got, committed_only)
             if not acquired:
                 continue
             got += len(acquired)
@@ -337,8 +342,27 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
                         plog.data_waiters.remove(waiter)
 
 
-def _control_offsets(plog: PartitionLog, start: int, stop: int) -> set[int]:
-    """Offsets of transaction markers in [start, stop): never delivered to a share consumer."""
+def _acquire(part: SharePartition, plog: PartitionLog, member_id: str, upper: int,
+             now_ms: int, budget: int, committed_only: bool) -> list[AcquiredRecord]:
+    """Acquire up to ``budget`` records below ``upper``, never past the offsets checked for
+    markers and aborted records: window by window while windows turn out undeliverable."""
+    out: list[AcquiredRecord] = []
+    while len(out) < budget:
+        first = part.end_offset
+        stop = min(upper, first + budget - len(out))
+        out += part.acquire(member_id, stop, now_ms, budget - len(out),
+                            undeliverable=_undeliverable(plog, first, stop, committed_only))
+        if part.end_offset == first or part.end_offset >= upper:
+            break
+    return out
+
+
+def _undeliverable(plog: PartitionLog, start: int, stop: int, committed_only: bool
+                   ) -> set[int]:
+    """Offsets in [start, stop) a share consumer never gets: transaction markers, and under
+    read_committed the records of aborted transactions."""
+    aborted = [t for t in plog.producer_state.aborted
+               if t.last_offset >= start and t.first_offset < stop] if committed_only else []
     out: set[int] = set()
     offset = start
     while offset < stop:
@@ -347,7 +371,10 @@ def _control_offsets(plog: PartitionLog, start: int, stop: int) -> set[int]:
             break
         advanced = offset
         for _pos, header in iter_batches(data):
-            if header.is_control:
+            if header.is_control or (header.is_transactional and any(
+                    t.producer_id == header.producer_id
+                    and t.first_offset <= header.base_offset <= t.last_offset
+                    for t in aborted)):
                 out.update(range(header.base_offset, header.last_offset + 1))
             advanced = header.last_offset + 1
         if advanced <= offset:
@@ -399,7 +426,8 @@ async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
                             ) -> dict[str, Any]:
     protocol = _protocol(broker)
     top = {"throttle_time": 0,
-           "acquisition_lock_timeout": protocol.config.record_lock_duration_ms,
+           "acquisition_lock_timeout": protocol.config_for(
+               request.group_id or "").record_lock_duration_ms,
            "responses": [], "node_endpoints": []}
     group_id, member_id = request.group_id, request.member_id
     error, message = _check_member(broker, ctx, protocol, group_id, member_id,
