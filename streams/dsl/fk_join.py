@@ -106,7 +106,8 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
         send_name,
         lambda: SubscriptionSendProcessor(left_store, extractor, left_join, fk_serde),
         left_node)
-    topology.connect_processor_and_state_stores(send_name, *view_store_names(left_store))
+    topology.connect_processor_and_state_stores(send_name, *view_store_names(left_store),
+                                                read_only=True)
     topology.add_sink(registration_sink, registration_topic, send_name,
                       key_serde=Serdes.bytes(), value_serde=subscription_serde,
                       partitioner=registration_partitioner)
@@ -123,7 +124,8 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     topology.add_processor(
         subscription_join,
         lambda: SubscriptionJoinProcessor(right_store, fk_serde, right_values), receive_name)
-    topology.connect_processor_and_state_stores(subscription_join, *view_store_names(right_store))
+    topology.connect_processor_and_state_stores(subscription_join, *view_store_names(right_store),
+                                                read_only=True)
     topology.add_processor(
         foreign_join,
         lambda: ForeignTableJoinProcessor(subscription_store, fk_serde, right_values),
@@ -140,7 +142,8 @@ def foreign_key_join(left: KTable, right: KTable, foreign_key_extractor: Callabl
     topology.add_processor(
         resolver, lambda: ResponseJoinProcessor(left_store, joiner, left_join, right_values),
         response_source)
-    topology.connect_processor_and_state_stores(resolver, *view_store_names(left_store))
+    topology.connect_processor_and_state_stores(resolver, *view_store_names(left_store),
+                                                read_only=True)
     stored = [result_store]  # the store the output writes, set late by materialize()
     topology.add_processor(result_name, lambda: ForeignKeyJoinResultProcessor(stored[0]),
                            resolver)

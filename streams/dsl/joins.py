@@ -243,7 +243,8 @@ def _stream_table_join(stream: KStream, table: KTable, joiner: Joiner, left: boo
         stream.node)
     if buffer is not None:
         topology.add_state_store(buffer, join_name)
-    topology.connect_processor_and_state_stores(join_name, *view_store_names(store))
+    topology.connect_processor_and_state_stores(join_name, *view_store_names(store),
+                                                read_only=True)
     copartition(topology, stream.node, table_node, operator=join_name)
     return KStream(builder, join_name, key_serde or stream.key_serde, None, False)
 
@@ -408,11 +409,13 @@ def table_join(left: KTable, right: KTable, joiner: Joiner, kind: str,
     topology.add_processor(
         this_name, lambda: TableTableJoinProcessor(right_store, joiner, this_mode, send_old),
         left_node)
-    topology.connect_processor_and_state_stores(this_name, *view_store_names(right_store))
+    topology.connect_processor_and_state_stores(this_name, *view_store_names(right_store),
+                                                read_only=True)
     topology.add_processor(
         other_name, lambda: TableTableJoinProcessor(left_store, reverse, other_mode, send_old),
         right_node)
-    topology.connect_processor_and_state_stores(other_name, *view_store_names(left_store))
+    topology.connect_processor_and_state_stores(other_name, *view_store_names(left_store),
+                                                read_only=True)
     topology.add_processor(merge_name, lambda: TableJoinMergeProcessor(store), this_name,
                            other_name)
     if mat is not None and store is not None:

@@ -63,12 +63,17 @@ class StreamAggregateProcessor(CacheForwarding, Processor[Any, Any]):
         self.context.forward(Record(record.key, Change(new, old), timestamp, record.headers))
 
 
-class TableSourceProcessor(Processor[Any, Any]):
+class TableSourceProcessor(CacheForwarding, Processor[Any, Any]):
     """``StreamsBuilder.table`` / ``KStream.to_table``: upsert into the store, forward changes.
 
     A null value deletes the key, and is forwarded even for a key the table did not hold (as
     Kafka's KTableSource does: a left join's right side re-emits on it); null keys are dropped.
     Without a store (not materialized) the old value is unknown and forwarded as None.
+
+    With the record cache on, a queryable table (Kafka materializes only those: named, or
+    read by a join) writes through its store's cache, as Kafka's KTableSource writes its
+    caching store: a key's updates between two flushes reach downstream as one change, and a
+    delete of a key it never held as nothing.
     """
 
     def __init__(self, store_name: str | None,
@@ -88,6 +93,7 @@ class TableSourceProcessor(Processor[Any, Any]):
         cache = getattr(getattr(task, "config", None), "cache", None)
         self.skip_absent_deletes = (cache is not None and cache.max_bytes > 0
                                     and self.queryable is not None and self.queryable())
+        self._init_cache_forwarding(context, enable=self.skip_absent_deletes)
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None:
@@ -95,6 +101,10 @@ class TableSourceProcessor(Processor[Any, Any]):
             return
         old = None
         if self.store is not None:
+            if self._cache_active():
+                self.store.put(record.key, record.value, record.timestamp,
+                               self._cache_context(record))
+                return
             old = self.store.get(record.key)
             if old is None and record.value is None and self.skip_absent_deletes:
                 return

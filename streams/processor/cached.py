@@ -38,6 +38,15 @@ class CacheForwarding:
             cached = self._cached = getattr(self.store, "cache_listener", None) is self._listener
         return cached
 
+    def _put_cached(self, record: Record[Any, Any], key: Any, value: Any,
+                    timestamp: int) -> bool:
+        """Put into the store's cache when it is active (the flush forwards the change);
+        False when the caller must write and forward itself."""
+        if not self._cache_active():
+            return False
+        self.store.put(key, value, timestamp, self._cache_context(record))
+        return True
+
     def _cache_context(self, record: Record[Any, Any]) -> tuple[Any, Any]:
         """What a cached put carries for the flush listener: headers and record metadata."""
         return record.headers, self.context.record_metadata()

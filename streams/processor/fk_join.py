@@ -26,6 +26,7 @@ from typing import Any
 
 from ..serde import Serde, SerializationError
 from .api import Change, Processor, ProcessorContext, Record
+from .cached import CacheForwarding
 from .joins import internal_value_serde, topic_key_serde
 from .value_getter import bind_view, view_name
 
@@ -359,11 +360,13 @@ class ResponseJoinProcessor(Processor[Any, Any]):
         self.context.forward(Record(key, result, record.timestamp, record.headers))
 
 
-class ForeignKeyJoinResultProcessor(Processor[Any, Any]):
+class ForeignKeyJoinResultProcessor(CacheForwarding, Processor[Any, Any]):
     """``KTABLE-FK-JOIN-OUTPUT``: the result table (a table source; stores it if materialized).
 
     Like Kafka's it forwards every result, so a tombstone for a key the result never held is
-    forwarded too (reference §2.4 rows 2-3).
+    forwarded too (reference §2.4 rows 2-3) - unless the record cache is on and it is
+    materialized: then, as Kafka's KTableSource with a caching store, it writes through the
+    cache, whose flush forwards the latest change per key and nothing for such a tombstone.
     """
 
     def __init__(self, store_name: str | None) -> None:
@@ -374,10 +377,13 @@ class ForeignKeyJoinResultProcessor(Processor[Any, Any]):
         super().init(context)
         if self.store_name is not None:
             self.store = context.get_state_store(self.store_name)
+        self._init_cache_forwarding(context, enable=self.store is not None)
 
     def process(self, record: Record[Any, Any]) -> None:
         old = None
         if self.store is not None:
+            if self._put_cached(record, record.key, record.value, record.timestamp):
+                return
             old = self.store.get(record.key)
             self.store.put(record.key, record.value, record.timestamp)
         self.context.forward(record.with_value(Change(record.value, old)))

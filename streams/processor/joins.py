@@ -15,6 +15,7 @@ from typing import Any
 
 from ..serde import InternalSerde, Serde, Serdes, resolve_serde
 from .api import Change, Processor, ProcessorContext, Record, TaskId
+from .cached import CacheForwarding
 from .value_getter import bind_view
 
 log = logging.getLogger(__name__)
@@ -190,8 +191,9 @@ class TableTableJoinProcessor(Processor[Any, Any]):
         self.context.forward(Record(key, Change(new, old), timestamp, record.headers))
 
 
-class TableJoinMergeProcessor(Processor[Any, Any]):
-    """``KTABLE-MERGE``: joins both sides' results; writes them to the result store if any."""
+class TableJoinMergeProcessor(CacheForwarding, Processor[Any, Any]):
+    """``KTABLE-MERGE``: joins both sides' results; writes them to the result store if any
+    (through its record cache when that is on, as Kafka's KTableKTableJoinMerger)."""
 
     def __init__(self, store_name: str | None) -> None:
         self.store_name = store_name
@@ -201,9 +203,12 @@ class TableJoinMergeProcessor(Processor[Any, Any]):
         super().init(context)
         if self.store_name is not None:
             self.store = context.get_state_store(self.store_name)
+        self._init_cache_forwarding(context, enable=self.store is not None)
 
     def process(self, record: Record[Any, Change[Any]]) -> None:
         if self.store is not None:
+            if self._put_cached(record, record.key, record.value.new, record.timestamp):
+                return
             self.store.put(record.key, record.value.new, record.timestamp)
         self.context.forward(record)
 

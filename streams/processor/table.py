@@ -1,6 +1,10 @@
 """KTable operators as processors: filter, map_values, group_by's re-keying, and the
 add/subtract aggregation behind ``KGroupedTable``.
 
+With the record cache on, a materialized filter, map_values or table aggregation writes
+through its store's cache and the cache's flush forwards the latest change per key, as Kafka's
+table processors do with a caching store (TimestampedTupleForwarder).
+
 Table processors receive ``Record(key, Change(new, old))``. ``send_old`` mirrors Kafka's
 "send old values" switch: a downstream operator that needs the replaced value (group_by,
 joins, suppress) turns it on, otherwise ``old`` is left as None so that, for example, a
@@ -16,11 +20,12 @@ from typing import Any
 
 from ..serde import Serde, SerializationError
 from .api import Change, Processor, Record
+from .cached import CacheForwarding
 
 log = logging.getLogger(__name__)
 
 
-class TableFilterProcessor(Processor[Any, Any]):
+class TableFilterProcessor(CacheForwarding, Processor[Any, Any]):
     """``KTable.filter`` / ``filter_not``, as Kafka's KTableFilter.
 
     An update failing the predicate is forwarded as a tombstone (the key leaves the filtered
@@ -46,6 +51,7 @@ class TableFilterProcessor(Processor[Any, Any]):
         super().init(context)
         if self.store_name is not None:
             self.store = context.get_state_store(self.store_name)
+        self._init_cache_forwarding(context, enable=self.store is not None)
 
     def _compute(self, key: Any, value: Any) -> Any:
         if value is None:
@@ -62,11 +68,13 @@ class TableFilterProcessor(Processor[Any, Any]):
             if new is None and old is None and not self.versioned_semantics:
                 return  # out of the filtered table before and after: nothing to say
         if self.store is not None:
+            if self._put_cached(record, key, new, record.timestamp):
+                return
             self.store.put(key, new, record.timestamp)
         self.context.forward(record.with_value(Change(new, old, change.is_latest)))
 
 
-class TableMapValuesProcessor(Processor[Any, Any]):
+class TableMapValuesProcessor(CacheForwarding, Processor[Any, Any]):
     """``KTable.map_values``: tombstones pass through without calling the mapper."""
 
     def __init__(self, mapper: Callable[[Any], Any], store_name: str | None,
@@ -80,6 +88,7 @@ class TableMapValuesProcessor(Processor[Any, Any]):
         super().init(context)
         if self.store_name is not None:
             self.store = context.get_state_store(self.store_name)
+        self._init_cache_forwarding(context, enable=self.store is not None)
 
     def _map(self, key: Any, value: Any) -> Any:
         """The user's mapper; the key-aware variant (processor/keyed.py) passes the key."""
@@ -90,6 +99,8 @@ class TableMapValuesProcessor(Processor[Any, Any]):
         new = None if change.new is None else self._map(record.key, change.new)
         old = None
         if self.store is not None:
+            if self._put_cached(record, record.key, new, record.timestamp):
+                return
             if self.send_old:
                 old = self.store.get(record.key)
             self.store.put(record.key, new, record.timestamp)
@@ -128,7 +139,7 @@ class TableRepartitionMapProcessor(Processor[Any, Any]):
             forward(Record(new_pair[0], Change(new_pair[1], None), ts, headers))
 
 
-class TableAggregateProcessor(Processor[Any, Any]):
+class TableAggregateProcessor(CacheForwarding, Processor[Any, Any]):
     """``KGroupedTable.aggregate`` (count and reduce are built on it).
 
     Subtract the old value (if the aggregate exists), then add the new one, initializing when
@@ -148,6 +159,7 @@ class TableAggregateProcessor(Processor[Any, Any]):
     def init(self, context: Any) -> None:
         super().init(context)
         self.store = context.get_state_store(self.store_name)
+        self._init_cache_forwarding(context)
 
     def process(self, record: Record[Any, Any]) -> None:
         key = record.key
@@ -168,6 +180,8 @@ class TableAggregateProcessor(Processor[Any, Any]):
                     self.adder(key, change.new, self.initializer())
             else:
                 agg = self.adder(key, change.new, agg)
+        if self._put_cached(record, key, agg, timestamp):
+            return
         self.store.put(key, agg, timestamp)
         self.context.forward(Record(key, Change(agg, old_agg), timestamp, record.headers))
 

@@ -285,10 +285,12 @@ class StreamTask:
                 store.attach_cache(self.config.cache)
 
     def _store_users(self, store_name: str) -> int:
-        """How many processors of this sub-topology are connected to the store."""
+        """How many processors of this sub-topology may write the store (connected to it,
+        not only to read it)."""
         nodes = self.topology.nodes
         return sum(1 for n in self.sub.nodes
-                   if store_name in (getattr(nodes[n], "stores", None) or ()))
+                   if store_name in (getattr(nodes[n], "stores", None) or ())
+                   and store_name not in getattr(nodes[n], "read_only_stores", ()))
 
     def _build_nodes(self) -> None:
         from ..topology.topology import ProcessorDef, SinkDef, SourceDef

@@ -140,12 +140,14 @@ class TimeWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
         self._emit_range(record, close_time, lower, upper)
 
 
-class SlidingWindowAggregateProcessor(_WindowedAggregateBase):
+class SlidingWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
     """``SlidingWindows``: ``[t - d, t]`` windows, both ends inclusive, aligned to records.
 
     Every record has a left window ``[t - d, t]`` and, when a later record falls within d of
     it, a right window ``[t + 1, t + 1 + d]``. New windows copy the aggregate of an existing
     window holding the same records, so the aggregator sees each record once per window.
+    With the record cache, updates wait in the store's cache and the latest per window is
+    forwarded when it flushes, as Kafka's caching window store does.
     """
 
     def __init__(self, store_name: str, windows: Any, initializer: Initializer,
@@ -153,6 +155,28 @@ class SlidingWindowAggregateProcessor(_WindowedAggregateBase):
         super().__init__(store_name, initializer, aggregator, emit_on_close)
         self.d = windows.time_difference_ms
         self.grace = windows.grace_ms
+
+    def init(self, context: Any) -> None:
+        super().init(context)
+        self._init_cache_forwarding(context, enable=not self.emit_on_close)
+
+    def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
+        if new is None and old is None:
+            return
+        key, start = key  # the window store's cache key
+        self._forward_flushed(Windowed(key, Window(start, start + self.d)), new, old,
+                              timestamp, context)
+
+    def _put(self, record: Record[Any, Any], start: int, agg: Any, old: Any,
+             timestamp: int) -> None:
+        """Store a window's aggregate and forward the change (or leave both to the cache)."""
+        if self._cache_active():
+            self.store.put(record.key, agg, start, timestamp, self._cache_context(record))
+            return
+        self.store.put(record.key, agg, start, timestamp)
+        if not self.emit_on_close:
+            self.context.forward(Record(Windowed(record.key, Window(start, start + self.d)),
+                                        Change(agg, old), timestamp, record.headers))
 
     def process(self, record: Record[Any, Any]) -> None:
         if record.key is None or record.value is None:
@@ -178,17 +202,10 @@ class SlidingWindowAggregateProcessor(_WindowedAggregateBase):
             return
         new = self.aggregator(record.key, record.value, agg)
         new_ts = record.timestamp if agg is None else max(record.timestamp, agg_ts)
-        self.store.put(record.key, new, start, new_ts)
-        if not self.emit_on_close:
-            self.context.forward(Record(Windowed(record.key, Window(start, end)),
-                                        Change(new, agg), new_ts, record.headers))
+        self._put(record, start, new, agg, new_ts)
 
     def _create_right_window(self, record: Record[Any, Any], agg: Any, agg_ts: int) -> None:
-        start = record.timestamp + 1
-        self.store.put(record.key, agg, start, agg_ts)
-        if not self.emit_on_close:
-            self.context.forward(Record(Windowed(record.key, Window(start, start + self.d)),
-                                        Change(agg, None), agg_ts, record.headers))
+        self._put(record, record.timestamp + 1, agg, None, agg_ts)
 
     def _process(self, record: Record[Any, Any], close_time: int) -> None:
         ts, d = record.timestamp, self.d

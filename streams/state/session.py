@@ -156,7 +156,8 @@ class SessionStore(CachingStore, _TimeIndexed):
         ``lo``: as Kafka's CachingSessionStore merges its cache (clean entries too) with the
         store and filters cached sessions by the query's bounds only, a session still held by
         the cache is found after the store has expired it (a late record merges with it)."""
-        stored = self.inner.range(lo if store_lo is None else store_lo, hi, backward)
+        stored = (self.inner.range(lo if store_lo is None else store_lo, hi, backward)
+                  if store_lo is None or hi is None or store_lo <= hi else iter(()))
         overlay = (self.cache.dirty_in_range(lo, hi, backward, clean=True)
                    if self.cache is not None else [])
         if not overlay:

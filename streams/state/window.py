@@ -307,17 +307,19 @@ class WindowStore(CachingStore, _TimeIndexed):
                 self._scan_key(self._key(key), time_from, time_to, False))
 
     def fetch_with_timestamp(self, key: Any, window_start: int) -> tuple[Any, int] | None:
-        if window_start <= self._cutoff():
-            return None
         key_bytes = self._key(key)
         if not self.retain_duplicates:
             primary = key_bytes + _LONG.pack(window_start) + _INT.pack(0)
-            if self.cache is not None:
+            if self.cache is not None:  # the cache answers first, expired or not (_scan_key)
                 entry = self.cache.entries.get(primary)
                 if entry is not None:
                     return None if entry.value is None else (entry.value, entry.timestamp)
+            if window_start <= self._cutoff():
+                return None
             stored = self.inner.get(primary)
             return None if stored is None else self._decode(stored)
+        if window_start <= self._cutoff():
+            return None
         for _, value, ts in self._scan_key(key_bytes, window_start, window_start, False):
             return value, ts
         return None
@@ -336,13 +338,27 @@ class WindowStore(CachingStore, _TimeIndexed):
 
     def _scan_key(self, key_bytes: bytes, time_from: int, time_to: int,
                   backward: bool) -> Iterator[tuple[int, Any, int]]:
-        low = self._low(time_from)
+        cached = self.cache is not None
+        low = max(time_from, 0) if cached else self._low(time_from)
         if time_to < low:
             return
         lo = key_bytes + _LONG.pack(low) + _INT.pack(0)
         hi = key_bytes + _LONG.pack(time_to) + b"\xff\xff\xff\xff"
         size = len(key_bytes)
-        for primary, stored, entry in self._merged(lo, hi, backward):
+        if cached:
+            # As Kafka's CachingWindowStore: the cache (clean entries too) is read by the
+            # query's bounds, the store by its retention, so a window the store has expired
+            # is still found while the cache holds it.
+            store_low = self._low(time_from)
+            stored = (self.inner.range(key_bytes + _LONG.pack(store_low) + _INT.pack(0), hi,
+                                       backward) if store_low <= time_to else iter(()))
+            assert self.cache is not None
+            merged = overlay_sorted(stored,
+                                    self.cache.dirty_in_range(lo, hi, backward, clean=True),
+                                    backward)
+        else:
+            merged = self._merged(lo, hi, backward)
+        for primary, stored, entry in merged:
             if len(primary) - _SUFFIX != size:  # a longer key sharing this prefix
                 continue
             value, ts = self._decode(stored) if entry is None else (entry.value, entry.timestamp)

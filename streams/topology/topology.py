@@ -42,6 +42,9 @@ class ProcessorDef:
     parents: list[str]
     children: list[str] = field(default_factory=list)
     stores: list[str] = field(default_factory=list)
+    # the stores it only reads (a join reading a table): they do not keep the store's one
+    # writer from caching (the record cache serves their reads)
+    read_only_stores: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -172,7 +175,10 @@ class Topology:
             self.connect_processor_and_state_stores(processor, store.name)
         return self
 
-    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str) -> None:
+    def connect_processor_and_state_stores(self, processor_name: str, *store_names: str,
+                                           read_only: bool = False) -> None:
+        """Give the processor access to the stores; ``read_only`` (the DSL's joins) says it
+        never writes them, so their writer may still use the record cache."""
         node = self.nodes.get(processor_name)
         if not isinstance(node, ProcessorDef):
             raise TopologyError(f"{processor_name!r} is not a processor of this topology")
@@ -181,6 +187,10 @@ class Topology:
                 raise TopologyError(f"processor {processor_name!r}: unknown state store {store!r}")
             if store not in node.stores:
                 node.stores.append(store)
+                if read_only:
+                    node.read_only_stores.add(store)
+            elif not read_only:
+                node.read_only_stores.discard(store)
 
     def add_global_store(
         self,

@@ -643,4 +643,59 @@ def cached() -> list[Case]:
                       "input": [rec("in", "a", "x", 9), rec("in", "a", "y", 27),
                                 rec("in", "a", "z", 21), rec("in", "b", "w", 60),
                                 rec("in", "a", "v", 44)]})
+    for cache in (0, CACHE):
+        # a materialized to_table caches as Kafka's KTableSource: one input record's several
+        # updates of a key (flat_map_values, a self-join) reach downstream as one
+        ops = [op("s", "stream", topic="in", vt="l"),
+               op("f", "flat_map_values", "s", fn="split-chars"),
+               op("t", "to_table", "f", store="chars"), op("ts", "to_stream", "t"), *sink("ts"),
+               op("s3", "stream", topic="in3", vt="l"),
+               op("j", "join", "s3", other="s3", fn="concat", windows={"diff": 10}),
+               op("t3", "to_table", "j", store="joined"), op("t3s", "to_stream", "t3"),
+               *sink("t3s", "out2")]
+        cases.append({"name": f"to-table-folds-one-records-updates-cache-{cache}", "ops": ops,
+                      "cache_bytes": cache,
+                      "input": [rec("in", "b", 21, 105), rec("in", "b", 345, 106),
+                                rec("in3", "a", 1, 81), rec("in3", "a", 1, 91),
+                                rec("in", "c", None, 107)]})
+        # ... and one read by a join (Kafka materializes it): its group_by count sees one
+        # change per input record
+        ops = [op("s3", "stream", topic="in3"), op("s", "stream", topic="in", vt="l"),
+               op("f", "flat_map_values", "s", fn="split-chars"), op("t", "to_table", "f"),
+               op("g", "group_by", "t", fn="by-first-char"),
+               op("c", "count", "g", store="counts"),
+               op("j", "left_join", "s3", other="c", fn="concat"), *sink("j")]
+        cases.append({"name": f"to-table-read-by-join-then-group-by-cache-{cache}",
+                      "ops": ops, "cache_bytes": cache,
+                      "input": [rec("in", "b", 13, 137), rec("in3", "1", "x", 138),
+                                rec("in", "b", 42, 139), rec("in3", "3", "y", 140)]})
+        # sliding windows cache as time windows do: the latest per window at each flush
+        ops = [op("s", "stream", topic="in2"), op("g", "group_by_key", "s"),
+               op("w", "windowed_by", "g", windows={"type": "sliding", "diff": 10, "grace": 5}),
+               op("r", "reduce", "w", fn="concat"), op("rs", "to_stream", "r"), *sink("rs"),
+               op("l", "stream", topic="in"),
+               op("lj", "left_join", "l", other="l", fn="concat",
+                  windows={"diff": 0, "after": 5, "grace": 5}),
+               op("g2", "group_by_key", "lj"),
+               op("w2", "windowed_by", "g2", windows={"type": "sliding", "diff": 15, "grace": 5}),
+               op("a2", "aggregate", "w2", fn="sum-len"), op("a2s", "to_stream", "a2"),
+               *sink("a2s", "out2")]
+        cases.append({"name": f"sliding-windows-cache-{cache}", "ops": ops,
+                      "cache_bytes": cache,
+                      "input": [rec("in2", "a", "dab", 19), rec("in2", "a", "", 29),
+                                rec("in2", "a", "aa", 40), rec("in", "c", "cocoa", 70),
+                                rec("in", "c", "cab", 75), rec("in2", "a", "b", 38)]})
+        # a materialized FK-join result caches as Kafka's KTableSource: the tombstone for a
+        # key it never held (the left value moved to a foreign key with no match) is skipped
+        ops = [op("l", "table", topic="tin3"), op("r", "table", topic="tin"),
+               op("j", "join", "l", other="r", fn="concat", fk="first-char", store="fk"),
+               op("js", "to_stream", "j"), *sink("js"),
+               op("self", "join", "r", other="r", fn="concat", fk="value-as-key",
+                  store="self"), op("ss", "to_stream", "self"), *sink("ss", "out2")]
+        cases.append({"name": f"fk-join-result-cache-{cache}", "ops": ops,
+                      "cache_bytes": cache,
+                      "input": [rec("tin3", "b", "bean", 9), rec("tin3", "b", "dab", 12),
+                                rec("tin", "c", "bean", 43), rec("tin", "c", "aa", 43),
+                                rec("tin", "d", "x", 44), rec("tin3", "e", "dog", 45),
+                                rec("tin", "aa", "c", 46)]})
     return cases
