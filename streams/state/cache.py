@@ -157,13 +157,14 @@ class StoreCache:
             found.reverse()
         return found
 
-    def dirty_snapshot_in_range(self, lo: bytes | None, hi: bytes | None,
-                                reverse: bool) -> list[tuple[bytes, CacheEntry]]:
-        """Dirty entries with lo <= key <= hi in key order, for other threads (interactive
+    def dirty_snapshot_in_range(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                                clean: bool = False) -> list[tuple[bytes, CacheEntry]]:
+        """Dirty entries (clean ones too with ``clean``) with lo <= key <= hi in key order,
+        for other threads (interactive
         queries): it touches nothing the owner maintains. ``dict.copy()`` is one C call
         that allocates no tracked objects, so no GC (and no thread switch) runs inside it;
         ``list(d.items())`` builds a tuple per entry and can be interrupted."""
-        found = [(k, e) for k, e in self.entries.copy().items() if e.dirty
+        found = [(k, e) for k, e in self.entries.copy().items() if (clean or e.dirty)
                  and (lo is None or k >= lo) and (hi is None or k <= hi)]
         found.sort(key=lambda item: item[0], reverse=reverse)
         return found

@@ -60,8 +60,9 @@ class ReadOnlyCache:
     def get(self, key_bytes: bytes) -> Any:
         return self.entries.get(key_bytes)
 
-    def dirty_in_range(self, lo: bytes | None, hi: bytes | None, reverse: bool) -> list[Any]:
-        return self.cache.dirty_snapshot_in_range(lo, hi, reverse)
+    def dirty_in_range(self, lo: bytes | None, hi: bytes | None, reverse: bool,
+                       clean: bool = False) -> list[Any]:
+        return self.cache.dirty_snapshot_in_range(lo, hi, reverse, clean)
 
     @property
     def dirty(self) -> int:
