@@ -14,6 +14,11 @@ from typing import Any
 
 from streams.spark import get_spark_session
 
+SPARK_RESTARTABLE = {
+    "connect back": "a Python worker did not connect back",
+    "Task not serializable": "Spark could not serialize the batch's task",
+}
+
 
 def main() -> None:
     bootstrap, source, checkpoints = sys.argv[1:4]
@@ -46,12 +51,18 @@ def main() -> None:
             error = queries[i].exception()
             if error is None:
                 break
-            # On an overloaded machine Spark's planning workers can miss their fixed 10 s to
-            # connect back; a supervisor would restart the query from its checkpoint.
-            if "connect back" not in str(error):
+            # Two Spark-internal failures a supervisor would answer by restarting the query from
+            # its checkpoint (the sink's guarantee is what this test checks, also across such
+            # restarts): on an overloaded machine Spark's planning workers can miss their fixed
+            # 10 s to connect back; and with two queries in one driver, Spark 4.3 sometimes fails
+            # both batches' job at once with "Task not serializable" (caused by Scala's
+            # "IllegalStateException: Illegal size N of collection": a collection changed while
+            # the driver serialized the task; seen 1 in 6 runs, in no part of ours).
+            reason = next((why for why in SPARK_RESTARTABLE if why in str(error)), None)
+            if reason is None:
                 print(f"FAILED {error}", flush=True)
                 sys.exit(1)
-            print(f"RESTARTED {mode[1]}: a Python worker did not connect back", flush=True)
+            print(f"RESTARTED {mode[1]}: {SPARK_RESTARTABLE[reason]}", flush=True)
             queries[i] = start(*mode)
         else:
             print(f"FAILED {mode[1]} three times", flush=True)
