@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
@@ -22,11 +20,10 @@ import aiohttp
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from .cluster import Cluster, ConsoleError
+from .rates import RateSampler
 
 STREAMS_PROTOCOL = "stream"  # the assignor name Kafka Streams (and ours) joins with
 INSTANCE_TIMEOUT_S = 5.0
-RATE_WINDOW_S = 30.0  # rates are over the samples of about the last 30 s (Kafka's window)
-MIN_RATE_SPAN_S = 1.0  # two views closer than this give no rate yet
 
 
 def member_endpoint(metadata: bytes | None) -> str | None:
@@ -48,8 +45,7 @@ class Apps:
 
     cluster: Cluster
     session: aiohttp.ClientSession | None = None
-    samples: dict[tuple[str, str], deque[tuple[float, dict[str, int]]]] = \
-        field(default_factory=dict)
+    sampler: RateSampler = field(default_factory=RateSampler)
 
     async def stop(self) -> None:
         if self.session is not None:
@@ -99,7 +95,6 @@ class Apps:
         lag_of = {(p["topic"], p["partition"]): p["lag"] for p in group["partitions"]}
         instances, topology = [], None
         rates: dict[str, float] = {}
-        now = time.monotonic()
         for endpoint, (status, body) in zip(endpoints, answers, strict=True):
             if status != 200 or not isinstance(body, dict) or "state" not in body:
                 error = body.get("error") if isinstance(body, dict) else None
@@ -111,7 +106,7 @@ class Apps:
                 task["lag"] = sum(x for x in lags if x is not None) \
                     if any(x is not None for x in lags) else None
             lags = [t["lag"] for t in body["active"] if t["lag"] is not None]
-            for name, rate in self._rates(app_id, endpoint, now, body["nodes"]).items():
+            for name, rate in self.sampler.rates((app_id, endpoint), body["nodes"]).items():
                 rates[name] = rates.get(name, 0.0) + rate
             instances.append({"endpoint": endpoint, "state": body["state"],
                               "process_id": body.get("process_id"),
@@ -120,23 +115,6 @@ class Apps:
                               "processed": body.get("processed", 0), "error": None})
         return {"application_id": app_id, "state": group["state"], "instances": instances,
                 "topology": topology, "rates": rates, "lag": group["lag"]}
-
-    def _rates(self, app_id: str, endpoint: str, now: float,
-               nodes: dict[str, int]) -> dict[str, float]:
-        """Records/s per node since the oldest sample of the last ``RATE_WINDOW_S`` (empty
-        until two views are ``MIN_RATE_SPAN_S`` apart). A counter that went down (a task
-        moved away) counts from zero."""
-        history = self.samples.setdefault((app_id, endpoint), deque(maxlen=64))
-        while history and now - history[0][0] > RATE_WINDOW_S:
-            history.popleft()
-        rates = {}
-        if history and now - history[0][0] >= MIN_RATE_SPAN_S:
-            then, old = history[0]
-            span = now - then
-            rates = {name: max(count - old.get(name, 0), 0) / span
-                     for name, count in nodes.items()}
-        history.append((now, dict(nodes)))
-        return rates
 
     async def lookup(self, app_id: str, store: str, key: str) -> dict[str, Any]:
         """``key`` in ``store`` through an instance's query endpoint (any instance: it

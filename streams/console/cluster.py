@@ -34,6 +34,10 @@ from ..kafka.internals import send_to_node
 
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps for the log start and end
 SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
+# DescribeConfigs' ConfigSource (KIP-226)
+CONFIG_SOURCES = {1: "topic", 2: "broker (dynamic)", 3: "cluster default (dynamic)",
+                  4: "broker (static)", 5: "default", 6: "logger", 7: "client metrics",
+                  8: "group"}
 LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API view)
 
 
@@ -170,9 +174,17 @@ class Cluster:
         }
 
     async def topic_configs(self, name: str) -> list[dict[str, Any]]:
+        return await self._configs(ConfigResource(ConfigResourceType.TOPIC, name))
+
+    async def broker_configs(self, node_id: int) -> list[dict[str, Any]]:
+        """The broker's configs (DescribeConfigs is answered by that broker itself)."""
+        return await self._configs(ConfigResource(ConfigResourceType.BROKER, str(node_id)))
+
+    async def _configs(self, resource: ConfigResource) -> list[dict[str, Any]]:
+        """Each config with its value (None when secret), whether it is sensitive, and
+        whether it is set on the resource itself (``override``)."""
         assert self.admin is not None
-        responses = await self.admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, name)])
+        responses = await self.admin.describe_configs([resource])
         configs = []
         for response in responses:
             for resource in response.to_object()["resources"]:
@@ -189,6 +201,8 @@ class Cluster:
                         "sensitive": bool(secret),
                         "override": source == 1 if source is not None
                         else not entry.get("is_default", True),
+                        "source": CONFIG_SOURCES.get(source, "") if source is not None
+                        else ("default" if entry.get("is_default") else ""),
                     })
         return sorted(configs, key=lambda c: c["name"])
 

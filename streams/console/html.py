@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote
 
-NAV = [("/topics", "Topics"), ("/groups", "Groups"), ("/connectors", "Connectors"),
+NAV = [("/brokers", "Brokers"), ("/topics", "Topics"), ("/groups", "Groups"), ("/connectors", "Connectors"),
        ("/schemas", "Schemas"), ("/apps", "Apps")]
 
 STYLE = """

@@ -502,7 +502,8 @@ async def index(_request: web.Request) -> web.Response:
 
 def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | None = None,
               users: dict[str, str] | None = None,
-              registry_url: str | None = None) -> web.Application:
+              registry_url: str | None = None,
+              metrics_urls: dict[int | None, str] | None = None) -> web.Application:
     app = web.Application(middlewares=[guard])
     app[CLUSTER] = cluster
     settings: dict[str, Any] = {"read_only": read_only, "csrf": secrets.token_urlsafe(32),
@@ -528,8 +529,10 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
     from .apps_pages import add_routes as add_apps_routes
+    from .brokers_pages import add_routes as add_brokers_routes
 
     add_apps_routes(app)
+    add_brokers_routes(app, metrics_urls or {})
     r = app.router
     r.add_get("/", index)
     r.add_get("/static/console.js", static_js)

@@ -16,7 +16,7 @@ from aiokafka.protocol.api import Request
 from aiokafka.protocol.commit import OffsetCommitRequest
 
 from .internals import send_to_any, send_to_node
-from .requests import OffsetDelete
+from .requests import DescribeLogDirs, OffsetDelete
 
 GROUP_ID_NOT_FOUND = 69
 
@@ -60,3 +60,14 @@ async def delete_offsets(admin: AIOKafkaAdminClient, group: str,
     response = await send_to_coordinator(admin, group, OffsetDelete(group, partitions))
     return response.error_code, {TopicPartition(topic, partition): code
                                  for topic, parts in response.topics for partition, code in parts}
+
+
+async def describe_log_dirs(admin: AIOKafkaAdminClient, node: int) -> list[dict[str, Any]]:
+    """DescribeLogDirs to broker ``node``: each log directory with its error code and the
+    size in bytes of every partition it holds."""
+    response = await send_to_node(admin, node, DescribeLogDirs())
+    return [{"log_dir": r["log_dir"], "error_code": r["error_code"],
+             "partitions": [{"topic": t["name"], "partition": p["partition_index"],
+                             "size": p["partition_size"], "future": p["is_future_key"]}
+                            for t in r["topics"] for p in t["partitions"]]}
+            for r in response.to_object()["results"]]

@@ -1,6 +1,6 @@
 """Kafka request formats that aiokafka does not ship, written from Kafka's message schemas
-(``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496) and the SCRAM
-credential APIs (KIP-554)."""
+(``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496), the SCRAM
+credential APIs (KIP-554) and DescribeLogDirs (KIP-113)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,14 @@ from aiokafka import TopicPartition
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import (
     Array,
+    Boolean,
     CompactArray,
     CompactBytes,
     CompactString,
     Int8,
     Int16,
     Int32,
+    Int64,
     Schema,
     String,
     TaggedFields,
@@ -132,3 +134,34 @@ class AlterUserScramCredentials(Request[AlterUserScramCredentialsRequest_v0]):
               ) -> AlterUserScramCredentialsRequest_v0:
         return request_struct_class([(*d, {}) for d in self.deletions],
                                     [(*u, {}) for u in self.upsertions], {})
+
+
+class DescribeLogDirsResponse_v1(Response):  # noqa: N801
+    API_KEY = 35
+    API_VERSION = 1
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("results", Array(
+            ("error_code", Int16), ("log_dir", String("utf-8")),
+            ("topics", Array(
+                ("name", String("utf-8")),
+                ("partitions", Array(("partition_index", Int32), ("partition_size", Int64),
+                                     ("offset_lag", Int64), ("is_future_key", Boolean))))))))
+
+
+class DescribeLogDirsRequest_v1(RequestStruct):  # noqa: N801
+    API_KEY = 35
+    API_VERSION = 1
+    RESPONSE_TYPE = DescribeLogDirsResponse_v1
+    SCHEMA = Schema(("topics", Array(("topic", String("utf-8")), ("partitions", Array(Int32)))))
+
+
+class DescribeLogDirs(Request[DescribeLogDirsRequest_v1]):
+    """Every log directory of the broker it is sent to, with each partition's size (topics
+    None: all of them)."""
+
+    API_KEY = 35
+
+    def build(self, request_struct_class: type[DescribeLogDirsRequest_v1]
+              ) -> DescribeLogDirsRequest_v1:
+        return request_struct_class(None)

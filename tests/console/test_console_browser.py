@@ -120,7 +120,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     from streams.registry import SchemaRegistry
 
     tmp = tmp_path_factory.mktemp("console")
-    broker = EmbeddedBroker(tmp / "broker").start()
+    metrics_url = f"http://127.0.0.1:{free_port()}"
+    broker = EmbeddedBroker(tmp / "broker", metrics_listener=metrics_url).start()
     worker = registry = None
     consoles: list[Console] = []
     try:
@@ -135,10 +136,11 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
         (tmp / "input.txt").write_text("one\ntwo\n")
         worker.put_connector({"name": "file-source", "connector.class": "FileStreamSource",
                               "file": str(tmp / "input.txt"), "topic": "lines"})
-        consoles.append(Console(broker.bootstrap, worker.url, registry.url))
+        consoles.append(Console(broker.bootstrap, worker.url, registry.url,
+                                "--metrics-url", metrics_url + "/metrics"))
         consoles.append(Console(broker.bootstrap, worker.url, registry.url, "--read-only"))
         yield {"broker": broker, "worker": worker, "console": consoles[0],
-               "read_only": consoles[1]}
+               "read_only": consoles[1], "data_dir": tmp / "broker"}
     finally:
         for console in consoles:
             console.stop()
@@ -188,6 +190,47 @@ def test_topics_pages_show_partitions_offsets_and_configs(system: dict[str, Any]
     visit(page, console.url + "/topics/orders", "topic")
     assert page.locator("#partitions tbody tr td").nth(5).inner_text() == str(PRODUCED)
     assert page.locator("#configs", has_text="cleanup.policy").count() == 1
+
+
+def test_broker_pages_show_listeners_configs_log_sizes_and_request_rates(
+        system: dict[str, Any], page: Any) -> None:
+    console, broker = system["console"], system["broker"]
+    visit(page, console.url + "/brokers", "brokers")
+    cells = page.locator("#brokers tbody tr").first.locator("td").all_inner_texts()
+    assert cells[:5] == ["0", "127.0.0.1", str(broker.port), "-", "yes"], cells
+    visit(page, console.url + "/brokers/0")
+    listeners = dict(tuple(r.locator("td").all_inner_texts())
+                     for r in page.locator("#listeners tbody tr").all())
+    assert f":{broker.port}" in listeners["listeners"], listeners
+    assert page.locator("#configs td", has_text=re.compile(r"^log\.retention\.ms$")).count() == 1
+    # DescribeLogDirs' sizes are the bytes of the segment files on disk
+    on_disk = sum(f.stat().st_size for f in (system["data_dir"] / "orders-0").glob("*.log"))
+    assert on_disk > 0
+    status, data = http_get_json(console.url + "/api/brokers/0")
+    [orders] = [t for d in data["log_dirs"] for t in d["topics"] if t["topic"] == "orders"]
+    assert orders == {"topic": "orders", "partitions": 1, "bytes": on_disk}
+    rows = page.locator("#log-sizes tbody tr").filter(
+        has=page.locator("td:first-child", has_text=re.compile("^orders$")))
+    assert rows.locator("td").all_inner_texts()[1] == "1"
+    # every view sends DescribeLogDirs: a second view a second later has its rate
+    def rate() -> float | None:
+        _, data = http_get_json(console.url + "/api/brokers/0")
+        return data["metrics"]["requests"].get("DescribeLogDirs", {}).get("rate")
+    wait_until(lambda: (rate() or 0) > 0, timeout=30, interval=0.5,
+               message="a DescribeLogDirs rate from the broker's metrics")
+    visit(page, console.url + "/brokers/0", "broker")
+    row = page.locator("#requests tbody tr").filter(
+        has=page.locator("td:first-child", has_text=re.compile("^DescribeLogDirs$")))
+    assert re.fullmatch(r"\d+\.\d/s", row.locator("td").nth(2).inner_text())
+    for name, value, _source in (r.locator("td").all_inner_texts()
+                                 for r in page.locator("#configs tbody tr").all()):
+        if re.search("password|jaas|secret", name):
+            assert value in ("(hidden)", ""), (name, value)
+
+
+def http_get_json(url: str) -> tuple[int, Any]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        return response.status, json.loads(response.read())
 
 
 def test_topic_writes_create_alter_delete(system: dict[str, Any], page: Any) -> None:
