@@ -14,6 +14,7 @@ from . import (
     groups_cmd,
     produce_cmd,
     run_cmd,
+    share_groups_cmd,
     topics_cmd,
 )
 
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     produce_cmd.add_parser(sub)
     consume_cmd.add_parser(sub)
     groups_cmd.add_parser(sub)
+    share_groups_cmd.add_parser(sub)
     run_cmd.add_parser(sub)
     connect_cmd.add_parser(sub)
     app_cmd.add_parser(sub)
