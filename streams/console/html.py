@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import quote
 
 NAV = [("/brokers", "Brokers"), ("/topics", "Topics"), ("/groups", "Groups"), ("/connectors", "Connectors"),
-       ("/schemas", "Schemas"), ("/apps", "Apps")]
+       ("/schemas", "Schemas"), ("/apps", "Apps"), ("/acls", "ACLs")]
 
 STYLE = """
 body{font-family:system-ui,sans-serif;margin:0;color:#222}

@@ -530,9 +530,11 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     app.on_cleanup.append(on_cleanup)
     from .apps_pages import add_routes as add_apps_routes
     from .brokers_pages import add_routes as add_brokers_routes
+    from .security_pages import add_routes as add_security_routes
 
     add_apps_routes(app)
     add_brokers_routes(app, metrics_urls or {})
+    add_security_routes(app)
     r = app.router
     r.add_get("/", index)
     r.add_get("/static/console.js", static_js)
