@@ -29,6 +29,32 @@ def default_partition(key: bytes, partitions: int) -> int:
     return (murmur2(key) & 0x7FFFFFFF) % partitions
 
 
+def _interleaved(batches: list[tuple[tuple[str, int], Any]]) -> list[tuple[tuple[str, int], Any]]:
+    """The batches in hand-over order: the first of every partition, then the second, ...
+
+    aiokafka queues one batch per partition (``add_batch`` waits until the partition's previous
+    batch went into a request) and sends one request at a time per broker, taking one batch of
+    each partition that has one. Handed over partition by partition, every request would carry a
+    single batch; interleaved, a request carries a batch of each partition, as the Java
+    producer's requests do. The order within a partition is kept."""
+    by_partition: dict[tuple[str, int], list[Any]] = {}
+    for tp, batch in batches:
+        by_partition.setdefault(tp, []).append(batch)
+    if len(by_partition) < 2:
+        return batches
+    out = []
+    queues = [(tp, iter(queue)) for tp, queue in by_partition.items()]
+    while queues:
+        remaining = []
+        for tp, queue in queues:
+            batch = next(queue, None)
+            if batch is not None:
+                out.append((tp, batch))
+                remaining.append((tp, queue))
+        queues = remaining
+    return out
+
+
 class RecordCollector:
     def __init__(self, producer: Any, partition_counts: dict[str, int],
                  before_first_send: Callable[[], Awaitable[None]] | None = None,
@@ -122,7 +148,7 @@ class RecordCollector:
                 if not self.counts.get(topic):
                     self.counts[topic] = len(await self.producer.partitions_for(topic))
                 self.send(topic, key, value, timestamp, headers, None)
-        ready = self._ready + list(self._open.items())
+        ready = _interleaved(self._ready + list(self._open.items()))
         self._ready = []
         self._open = {}
         send_batch = self.producer.send_batch
@@ -131,6 +157,17 @@ class RecordCollector:
             if count:
                 future = await send_batch(batch, topic, partition=partition)
                 self._in_flight.append(((topic, partition), future, count))
+
+    def take_batches(self) -> list[tuple[tuple[str, int], Any]]:
+        """Every buffered batch, taken out of the collector in hand-over order (partitions
+        interleaved), for a caller that hands them to the producer itself. Only for records
+        whose partition was known at ``send`` (``send`` did not return None)."""
+        if self._unknown:
+            raise RuntimeError("records of a topic with an unknown partition count are buffered")
+        ready = _interleaved(self._ready + list(self._open.items()))
+        self._ready = []
+        self._open = {}
+        return [(tp, batch) for tp, batch in ready if batch.record_count()]
 
     def take_in_flight(self) -> list[tuple[tuple[str, int], asyncio.Future[Any], int]]:
         """Batches handed over by ``flush`` since the last call, in hand-over order:
