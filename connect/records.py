@@ -199,7 +199,8 @@ class ConnectRecord:
         self.value_schema = value_schema
         self.value = value
         self.timestamp = timestamp
-        self._headers: ConnectHeaders | None = _as_headers(headers)
+        # None until first asked for (the ``headers`` property): most records carry none.
+        self._headers: ConnectHeaders | None = None if headers is None else _as_headers(headers)
 
     @property
     def headers(self) -> ConnectHeaders:

@@ -85,6 +85,9 @@ class StringConverter(_HeaderMixin):
         return [Schema.OPTIONAL_STRING_SCHEMA] * len(out), out
 
 
+_BYTES_LIKE = (bytes, bytearray, memoryview)
+
+
 class ByteArrayConverter(_HeaderMixin):
     """Pass-through bytes; only a BYTES schema (or none) is accepted."""
 
@@ -94,9 +97,9 @@ class ByteArrayConverter(_HeaderMixin):
     def from_connect_data(self, topic: str, schema: Schema | None, value: Any) -> bytes | None:
         if schema is not None and schema.type is not SchemaType.BYTES:
             raise DataException(f"Invalid schema type for ByteArrayConverter: {schema.type.name}")
-        if value is None:
-            return None
-        if not isinstance(value, bytes | bytearray | memoryview):
+        if value is None or type(value) is bytes:  # per record: the common case first
+            return value
+        if not isinstance(value, _BYTES_LIKE):
             raise DataException(f"ByteArrayConverter is not compatible with objects of type "
                                 f"{type(value).__name__}")
         return bytes(value)

@@ -232,6 +232,10 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     def _transaction_context(self) -> TransactionContext | None:
         return self.transactions
 
+    def _make_sender(self) -> None:
+        """Batches are handed to the producer in the loop: a commit covers what was sent."""
+        return None
+
     async def _learn_topic(self, topic: str) -> None:
         if self.offsets is not None and topic == self.offsets.topic:
             # Kafka's rule: its own open transaction would block the task's next offset read.
