@@ -1,9 +1,10 @@
 """KIP-932 share groups: membership (ShareGroupHeartbeat), share sessions and share-partitions.
 
-A share group's members all read the partitions of the topics they subscribe to; the broker
-hands out records one lock at a time (``share_partition``). Assignment here gives every member
-every partition of its subscribed topics: KIP-932 allows a partition to be shared by any number
-of members, and record locks (not partition ownership) keep deliveries apart.
+A share group's members read the partitions of the topics they subscribe to; the broker
+hands out records one lock at a time (``share_partition``). The ``simple`` assignor
+(``share_assignor``) spreads partitions over members, sharing a partition among several members
+only when there are more members than partitions; record locks (not partition ownership) keep
+deliveries apart.
 
 Member epochs follow KIP-932's heartbeat: epoch 0 joins (the client chose its member id), -1
 leaves, any other epoch must equal the member's current one (else FENCED_MEMBER_EPOCH). A
@@ -23,7 +24,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import errors
+from . import errors, share_assignor
 from .protocols import GroupListing, GroupProtocol, GroupType
 from .share_partition import ShareConfig, SharePartition
 from .share_state import ShareKey, ShareSnapshot, ShareStateStore
@@ -68,6 +69,9 @@ class ShareGroup:
     epoch: int = 0
     members: dict[str, ShareMember] = field(default_factory=dict)
     sessions: dict[str, ShareSession] = field(default_factory=dict)
+    # the simple assignor's last answer, and what it was computed from
+    assignment: dict[str, set[TopicPartition]] = field(default_factory=dict)
+    assigned_from: object = None
 
     @property
     def state(self) -> str:
@@ -203,22 +207,41 @@ class ShareGroupProtocol(GroupProtocol):
         if subscribed is not None and frozenset(subscribed) != member.subscribed:
             member.subscribed = frozenset(subscribed)
             group.epoch += 1
+        self._reassign(group)
         if member.epoch != group.epoch:
             member.epoch = group.epoch
-        assignment = self.assignment(member)
+        assignment = self.assignment(group, member)
         for topic, partitions in assignment.items():  # Kafka initializes on assignment
             for partition in partitions:
                 self.initialize(ShareKey(group_id, topic, partition))
         return HeartbeatResult(errors.NONE, member_id=member_id, epoch=member.epoch,
                                assignment=assignment)
 
-    def assignment(self, member: ShareMember) -> dict[str, list[int]]:
-        """Every existing partition of every subscribed topic."""
-        out: dict[str, list[int]] = {}
-        for name in sorted(member.subscribed):
+    def _reassign(self, group: ShareGroup) -> None:
+        """Run the simple assignor when members, subscriptions or partition counts changed
+        (a new partition count bumps the group epoch, as Kafka's metadata refresh does)."""
+        counts = {}
+        for name in sorted(group.subscribed_topics()):
             topic = self.topics.topics.get(name)
             if topic is not None:
-                out[name] = list(range(len(topic.partitions)))
+                counts[name] = len(topic.partitions)
+        members = tuple((m.member_id, m.subscribed) for m in group.members.values())
+        basis = (members, tuple(counts.items()))
+        if basis == group.assigned_from:
+            return
+        if group.assigned_from is not None and members == group.assigned_from[0]:  # type: ignore[index]
+            group.epoch += 1
+        group.assignment = share_assignor.assign(
+            {m.member_id: m.subscribed for m in group.members.values()}, counts,
+            group.assignment)
+        group.assigned_from = basis
+
+    def assignment(self, group: ShareGroup, member: ShareMember) -> dict[str, list[int]]:
+        """The member's partitions by topic (topics in name order)."""
+        self._reassign(group)
+        out: dict[str, list[int]] = {}
+        for topic, partition in sorted(group.assignment.get(member.member_id, ())):
+            out.setdefault(topic, []).append(partition)
         return out
 
     def is_member(self, group_id: str, member_id: str) -> bool:

@@ -117,7 +117,7 @@ async def share_group_describe(broker: Broker, ctx: RequestContext, request: Any
                 "assignment": {"topic_partitions": [
                     {"topic_id": broker.topics.topics[name].topic_id, "topic_name": name,
                      "partitions": parts}
-                    for name, parts in protocol.assignment(member).items()]},
+                    for name, parts in protocol.assignment(group, member).items()]},
             })
         entry.update(
             group_state=group.state, group_epoch=group.epoch, assignment_epoch=group.epoch,
