@@ -9,6 +9,7 @@ coordinator), so 1,000 topics or groups cost a handful of requests, not one each
 from __future__ import annotations
 
 import argparse
+import asyncio
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
 CONFIG_SOURCES = {1: "topic", 2: "broker (dynamic)", 3: "cluster default (dynamic)",
                   4: "broker (static)", 5: "default", 6: "logger", 7: "client metrics",
                   8: "group"}
+PEEK_DEADLINE_S = 5.0  # how long a view waits for the oldest unconsumed records
 LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API view)
 
 
@@ -78,6 +80,7 @@ class Cluster:
     admin: AIOKafkaAdminClient | None = None
     consumer: AIOKafkaConsumer | None = None
     lag_history: dict[str, deque[tuple[float, int]]] = field(default_factory=dict)
+    _peek: asyncio.Lock = field(default_factory=asyncio.Lock)  # one position set at a time
 
     async def start(self) -> None:
         self.admin = AIOKafkaAdminClient(**connection_kwargs(self.args, "admin"),
@@ -306,7 +309,14 @@ class Cluster:
         owner = {tp: m for m in members for tp in m["_tps"]}
         tps = sorted(set(committed) | set(owner))
         live = [tp for tp in tps if tp.topic in existing]
-        _starts, ends = await self._offsets(live)
+        starts, ends = await self._offsets(live)
+        lagging = {}
+        for tp in live:
+            current, end = committed.get(tp), ends.get(tp)
+            if current is not None and end is not None and end > max(current, starts[tp]):
+                lagging[tp] = max(current, starts[tp])
+        oldest = await self.record_timestamps(lagging)
+        now_ms = time.time() * 1000
         partitions = []
         total = 0
         for tp in tps:
@@ -316,8 +326,10 @@ class Cluster:
                 lag = None
             total += lag or 0
             m = owner.get(tp)
+            seconds = None if lag is None else 0.0 if tp not in lagging else \
+                max(now_ms - oldest[tp], 0.0) / 1000 if tp in oldest else None
             partitions.append({"topic": tp.topic, "partition": tp.partition, "committed": current,
-                               "end": end, "lag": lag,
+                               "end": end, "lag": lag, "lag_seconds": seconds,
                                "member": m["member_id"] if m else None})
         for m in members:
             del m["_tps"]
@@ -326,7 +338,37 @@ class Cluster:
         return {"group": group_id, "state": d["state"], "protocol": d.get("protocol"),
                 "protocol_type": d.get("protocol_type"), "members": members,
                 "partitions": partitions, "lag": total,
+                "lag_seconds": max((p["lag_seconds"] for p in partitions
+                                    if p["lag_seconds"] is not None), default=None),
                 "lag_history": [{"time": t, "lag": lag} for t, lag in history]}
+
+    async def record_timestamps(self, positions: dict[TopicPartition, int]
+                                ) -> dict[TopicPartition, int]:
+        """The timestamp of the record at each position (the oldest record a group has not
+        consumed: its age is the lag in seconds, as Burrow and Kafka Lag Exporter report it).
+        One fetch per leader through the console's consumer; a partition whose record does not
+        arrive within the deadline is left out."""
+        if not positions:
+            return {}
+        consumer = self.consumer
+        assert consumer is not None
+        found: dict[TopicPartition, int] = {}
+        async with self._peek:
+            consumer.assign(list(positions))
+            try:
+                for tp, offset in positions.items():
+                    consumer.seek(tp, offset)
+                pending = set(positions)
+                deadline = time.monotonic() + PEEK_DEADLINE_S
+                while pending and time.monotonic() < deadline:
+                    batches = await consumer.getmany(*pending, timeout_ms=500)
+                    for tp, records in batches.items():
+                        if records and tp in pending:
+                            found[tp] = records[0].timestamp
+                            pending.discard(tp)
+            finally:
+                consumer.assign([])  # no fetching in the background between views
+        return found
 
     async def plan_reset(self, group_id: str, scenario: str, value: int | None
                          ) -> list[dict[str, Any]]:

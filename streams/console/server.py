@@ -303,14 +303,17 @@ async def group_page(request: web.Request) -> web.Response:
     members = h.table(["Member", "Client", "Host", "Assignment"],
                       [[m["member_id"], m["client_id"], m["host"], " ".join(m["assignment"])]
                        for m in g["members"]], "members")
-    parts = h.table(["Topic", "Partition", "Committed", "End", "Lag", "Member"],
+    parts = h.table(["Topic", "Partition", "Committed", "End", "Lag", "Lag (s)", "Member"],
                     [[p["topic"], p["partition"], "-" if p["committed"] is None
                       else p["committed"], "-" if p["end"] is None else p["end"],
-                      "-" if p["lag"] is None else p["lag"], p["member"] or "-"]
+                      "-" if p["lag"] is None else p["lag"], _seconds(p["lag_seconds"]),
+                      p["member"] or "-"]
                      for p in g["partitions"]], "offsets")
     summary = (f'<p>State <strong id="state">{h.esc(g["state"])}</strong>, '
                f'{len(g["members"])} member(s), assignor {h.esc(g["protocol"] or "-")}, '
-               f'total lag <strong id="total-lag">{g["lag"]}</strong></p>')
+               f'total lag <strong id="total-lag">{g["lag"]}</strong>, oldest unconsumed '
+               f'record <strong id="lag-seconds">{_seconds(g["lag_seconds"])}</strong> old'
+               '</p>')
     options = "".join(f"<option>{s}</option>" for s in RESETS)
     reset = h.post_form(f"/groups/{h.quote(group_id, safe='')}/reset",
                         request.app[SETTINGS]["csrf"], "Dry run",
@@ -320,6 +323,17 @@ async def group_page(request: web.Request) -> web.Response:
                  summary + h.lag_chart(g["lag_history"]) + "<h2>Members</h2>" + members
                  + "<h2>Offsets</h2>" + parts + "<h2>Reset offsets (empty group only)</h2>"
                  + reset, refresh=5)
+
+
+def _seconds(value: float | None) -> str:
+    """A lag in seconds as people read it (0 s, 42.0 s, 30 min 5 s)."""
+    if value is None:
+        return "-"
+    if value < 60:
+        return f"{value:.1f} s"
+    minutes, seconds = divmod(int(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return (f"{hours} h {minutes} min" if hours else f"{minutes} min {seconds} s")
 
 
 RESETS = ("to-earliest", "to-latest", "to-offset", "shift-by", "to-datetime")

@@ -11,6 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ if CHROMIUM is None:
 
 SHOTS = os.environ.get("CONSOLE_SCREENSHOTS")  # a folder: save a screenshot of each page
 PRODUCED, CONSUMED = 10, 6
+AGES_MIN = (60, 30, 1)  # the events' ages in minutes
 USER = {"type": "record", "name": "User", "fields": [
     {"name": "name", "type": "string"}, {"name": "age", "type": "int"}]}
 
@@ -74,6 +76,24 @@ def _prepare_data(bootstrap: str) -> None:
             await consumer.commit({tp: OffsetAndMetadata(CONSUMED, "")})
         finally:
             await consumer.stop()
+        # events: records 60 min, 30 min and 1 min old; group audit has consumed the first,
+        # so its oldest unconsumed record is 30 minutes old
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
+        await producer.start()
+        try:
+            now = int(time.time() * 1000)
+            for age_min in AGES_MIN:
+                await producer.send_and_wait("events", b"e", timestamp_ms=now - age_min * 60_000)
+        finally:
+            await producer.stop()
+        audit = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id="audit",
+                                 enable_auto_commit=False)
+        await audit.start()
+        try:
+            audit.assign([TopicPartition("events", 0)])
+            await audit.commit({TopicPartition("events", 0): OffsetAndMetadata(1, "")})
+        finally:
+            await audit.stop()
         rewind = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id="rewind",
                                   enable_auto_commit=False)
         await rewind.start()
@@ -125,7 +145,8 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     worker = registry = None
     consoles: list[Console] = []
     try:
-        create_topics(broker.bootstrap, {"orders": 1, "wide": 3, "lines": 1, "people": 1})
+        create_topics(broker.bootstrap, {"orders": 1, "wide": 3, "lines": 1, "people": 1,
+                                         "events": 1})
         _prepare_data(broker.bootstrap)
         registry = SchemaRegistry(broker.bootstrap, port=0).__enter__()
         _produce_avro(broker.bootstrap, registry.url)
@@ -334,6 +355,22 @@ def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: An
         "orders", "0", str(CONSUMED), str(PRODUCED), str(PRODUCED - CONSUMED)]
     visit(page, console.url + "/groups/billing", "group")
     page.locator("svg#lag-chart").wait_for()  # two samples: the chart is drawn
+    assert page.console_errors == []
+
+
+def test_group_lag_in_seconds_is_the_age_of_the_oldest_unconsumed_record(
+        system: dict[str, Any], page: Any) -> None:
+    console = system["console"]
+    visit(page, console.url + "/groups/audit")
+    assert page.locator("#total-lag").inner_text() == "2"
+    # 30 minutes and the time since the fixture produced it
+    assert re.fullmatch(r"3\d min \d+ s", page.locator("#lag-seconds").inner_text())
+    status, group = http_get_json(console.url + "/api/groups/audit")
+    [events] = group["partitions"]
+    assert AGES_MIN[1] * 60 <= events["lag_seconds"] < AGES_MIN[0] * 60
+    assert group["lag_seconds"] == events["lag_seconds"]
+    cells = page.locator("#offsets tbody tr").first.locator("td").all_inner_texts()
+    assert cells[:5] == ["events", "0", "1", "3", "2"] and cells[5].startswith("3")
     assert page.console_errors == []
 
 
