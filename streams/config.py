@@ -31,7 +31,7 @@ class KafkaConfigModel(BaseModel):
     def accepts_client_key(cls, key: str) -> bool:
         """Models taking Kafka client properties (``security.protocol``, ``ssl.*``,
         ``consumer.*`` ...) say yes here and collect them in a ``client_configs`` field
-        (see streams/client_config.py)."""
+        (see streams/kafka/client_config.py)."""
         return False
 
     @classmethod

@@ -21,7 +21,7 @@ from connect.mirror.policy import (
     DefaultReplicationPolicy,
     replication_policy,
 )
-from streams.client_config import JVM_ONLY_KEYS, SECURITY_KEYS
+from streams.kafka.client_config import JVM_ONLY_KEYS, SECURITY_KEYS
 
 SOURCE_ALIAS = "source.cluster.alias"
 TARGET_ALIAS = "target.cluster.alias"

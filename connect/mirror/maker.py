@@ -20,7 +20,7 @@ from connect.config_def import ConfigException
 from connect.mirror import checkpoint, heartbeat, source
 from connect.mirror.config import client_keys
 from connect.mirror.policy import is_identity
-from streams.client_config import JVM_ONLY_KEYS, SECURITY_KEYS
+from streams.kafka.client_config import JVM_ONLY_KEYS, SECURITY_KEYS
 
 BYTE_ARRAY = "org.apache.kafka.connect.converters.ByteArrayConverter"
 CONNECTORS = {

@@ -19,7 +19,7 @@ from connect import plugins
 from connect.config_def import ConfigException
 from connect.runtime.config_providers import mask_connector_config
 from connect.runtime.herder import BadRequest, Herder, HerderError, NotFound
-from streams.client_config import HIDDEN, is_password_key
+from streams.kafka.client_config import HIDDEN, is_password_key
 
 log = logging.getLogger("connect.rest")
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from connect.runtime.config import WorkerConfig
 from connect.runtime.standalone import ConnectProcess, StandaloneWorker
-from streams.loop_thread import LoopThread
+from streams.kafka.loop_thread import LoopThread
 
 
 class BackgroundWorker:

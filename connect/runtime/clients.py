@@ -13,7 +13,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError
 
 from connect.config_def import ConfigException
-from streams.client_config import (
+from streams.kafka.client_config import (
     JVM_ONLY_KEYS,
     SECURITY_KEYS,
     ClientConfigError,
@@ -80,7 +80,7 @@ _ADMIN.update({"retry.backoff.ms": ("retry_backoff_ms", _INT),
 def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     security = {k: v for k, v in configs.items() if k in SECURITY_KEYS or k in JVM_ONLY_KEYS}
-    if security:  # security.protocol, ssl.*, sasl.* (streams/client_config.py)
+    if security:  # security.protocol, ssl.*, sasl.* (streams/kafka/client_config.py)
         try:
             out.update(security_kwargs(check_security(security, f"{kind}."), f"{kind}."))
         except ClientConfigError as exc:

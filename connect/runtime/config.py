@@ -18,7 +18,8 @@ from connect.config_def import (
     ValidString,
     non_empty_string,
 )
-from streams.client_config import (
+from streams.config import ConfigError, KafkaConfigModel, read_properties
+from streams.kafka.client_config import (
     COMMON_KEYS,
     JVM_ONLY_KEYS,
     SECURITY_KEYS,
@@ -26,7 +27,6 @@ from streams.client_config import (
     client_configs_field,
     mask,
 )
-from streams.config import ConfigError, KafkaConfigModel, read_properties
 
 # Keys under these prefixes are passed through to the converter or client they name.
 PASSTHROUGH_PREFIXES = ("key.converter.", "value.converter.", "header.converter.", "producer.",
@@ -93,7 +93,7 @@ class WorkerConfig(KafkaConfigModel):
 
     # config.providers=file,env (KIP-297); their settings are config.providers.<name>.*
     config_providers: str | None = None
-    # security.protocol, ssl.*, sasl.* of the worker's own clients (streams/client_config.py)
+    # security.protocol, ssl.*, sasl.* of the worker's own clients (streams/kafka/client_config.py)
     client_configs: Any = None
 
     # Pass-through keys (``producer.acks``, ``value.converter.schemas.enable``, ...).

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from connect.config_def import ConfigException
-from streams.client_config import HIDDEN, is_password_key
 from streams.config import ConfigError, read_properties
+from streams.kafka.client_config import HIDDEN, is_password_key
 
 # ${provider:[path:]key}, Kafka's ConfigTransformer.DEFAULT_PATTERN
 VARIABLE = re.compile(r"\$\{([^}]*?):(?:([^}]*?):)?([^}]*?)\}")

@@ -20,8 +20,8 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
 
-from ..client_config import CLI_ROLES, ClientConfigError, ClientConfigs
 from ..config import ConfigError, read_properties
+from ..kafka.client_config import CLI_ROLES, ClientConfigError, ClientConfigs
 from ..kafka.internals import security_protocol
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"

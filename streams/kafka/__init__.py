@@ -1,8 +1,13 @@
-"""The seam between our code and the Kafka client library (aiokafka).
+"""The seam between our code and the Kafka client library (aiokafka): the streams runtime, the
+CLI and console, Connect, Spark and the registry reach Kafka through this package.
 
-``streams.kafka.admin`` is the one request path for the admin requests aiokafka has no method
-for (ACLs, SCRAM credentials, OffsetDelete, DeleteGroups, member-less OffsetCommit), and
-``streams.kafka.requests`` holds the request formats we write ourselves. The adapter for
-aiokafka's private internals is ``streams.kafka.internals`` (contract-tested in
-``tests/unit/test_kafka_internals*.py``); nothing else touches aiokafka's privates.
+- ``client_config``: Kafka's client properties (security, per-client prefixes) checked and
+  mapped onto aiokafka's arguments.
+- ``internals``: every use of aiokafka's private internals (contract-tested in
+  ``tests/unit/test_kafka_internals*.py``); nothing else touches aiokafka's privates.
+- ``batching``: batched producing per partition (``RecordCollector``, murmur2 partitioning).
+- ``loop_thread``: an event loop on a thread, for synchronous callers of async clients.
+- ``admin``: the one request path for the admin requests aiokafka has no method for (ACLs, SCRAM
+  credentials, OffsetDelete, DeleteGroups, member-less OffsetCommit); ``requests`` holds the
+  request formats we write ourselves.
 """

@@ -14,7 +14,8 @@ from typing import Any, Literal
 
 from pydantic import ValidationInfo, field_validator
 
-from ..client_config import (
+from ..config import KafkaConfigModel
+from ..kafka.client_config import (
     SECURITY_KEYS,
     STREAMS_OWNED,
     STREAMS_PREFIXES,
@@ -23,7 +24,6 @@ from ..client_config import (
     client_configs_field,
     is_client_key,
 )
-from ..config import KafkaConfigModel
 from ..metrics.listener import parse_listener
 from ..metrics.registry import RecordingLevel
 from ..processor.errors import ErrorHandling, resolve_handler
@@ -91,7 +91,7 @@ class StreamsConfig(KafkaConfigModel):
     metrics_recording_level: str = "INFO"
     # Kafka client properties: security.protocol, ssl.*, sasl.* for every client, and the
     # consumer./main.consumer./restore.consumer./global.consumer./producer./admin. prefixes
-    # for one kind of client (streams/client_config.py). Collected from the flat keys.
+    # for one kind of client (streams/kafka/client_config.py). Collected from the flat keys.
     client_configs: Any = None
 
     @classmethod

@@ -35,7 +35,7 @@ from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.memory_records import MemoryRecords
 
 from streams.kafka.internals import client_of, cluster_metadata
-from streams.loop_thread import LoopThread, RunTimeoutError
+from streams.kafka.loop_thread import LoopThread, RunTimeoutError
 from streams.spark.source_offsets import ClientSettings
 
 log = logging.getLogger("streams.spark.source")

@@ -25,7 +25,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streams.client_config import ClientConfigError, check_security, security_kwargs
+from streams.kafka.client_config import ClientConfigError, check_security, security_kwargs
 from streams.spark.source_offsets import _security_option
 
 AT_LEAST_ONCE = "at_least_once"

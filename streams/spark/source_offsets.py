@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from streams.client_config import (
+from streams.kafka.client_config import (
     JVM_ONLY_KEYS,
     SECURITY_KEYS,
     ClientConfigError,
@@ -112,7 +112,7 @@ class ClientSettings:
     fetch_max_bytes: int = 64 * 1024 * 1024
     poll_timeout_ms: int = 120_000
     # kafka.security.protocol, kafka.sasl.*, kafka.ssl.* without "kafka." (Kafka's client keys,
-    # streams/client_config.py); plain strings so the settings pickle, never in the repr.
+    # streams/kafka/client_config.py); plain strings so the settings pickle, never in the repr.
     security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def security_kwargs(self) -> dict[str, Any]:

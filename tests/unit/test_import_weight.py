@@ -27,7 +27,7 @@ def loaded_after(statement: str) -> list[str]:
 
 @pytest.mark.parametrize("module", [
     "streams", "streams.broker", "connect", "streams.serde", "streams.config",
-    "streams.kafka.internals", "streams.loop_thread", "connect.runtime.worker",
+    "streams.kafka.internals", "streams.kafka.loop_thread", "connect.runtime.worker",
     "connect.runtime.distributed", "connect.runtime.background",
 ])
 def test_light_modules_do_not_load_the_dsl_runtime_or_rocksdict(module: str) -> None:

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from streams.loop_thread import LoopThread, RunTimeoutError
+from streams.kafka.loop_thread import LoopThread, RunTimeoutError
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""Unit tests of the client property mapping (streams/client_config.py): JAAS parsing, security
+"""Unit tests of the client property mapping (streams/kafka/client_config.py): JAAS parsing, security
 keys onto aiokafka arguments, Kafka Streams' client prefixes, and secrets never shown."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from security.certs import make_pki
-from streams.client_config import (
+from streams.config import ConfigError
+from streams.kafka.client_config import (
     PLAIN_MODULE,
     SCRAM_MODULE,
     ClientConfigError,
@@ -21,7 +22,6 @@ from streams.client_config import (
     parse_jaas_config,
     security_kwargs,
 )
-from streams.config import ConfigError
 from streams.runtime import StreamsConfig
 
 SECRET = "pa$$ word \"quoted\""
