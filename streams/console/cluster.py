@@ -228,22 +228,14 @@ class Cluster:
                                    f"{error_message(code, rest[0] if rest else None)}")
 
     async def alter_topic_config(self, name: str, key: str, value: str | None) -> None:
-        """Set (or with None, remove) one override, keeping the others: aiokafka speaks only
-        the legacy AlterConfigs, which replaces every override of the topic."""
+        """Set (or with None, remove) one override through IncrementalAlterConfigs: the other
+        overrides, secrets the console never sees included, stay as they are (the legacy
+        AlterConfigs would replace them all with what the console sends)."""
         assert self.admin is not None
-        current = {c["name"]: c["value"] for c in await self.topic_configs(name)
-                   if c["override"] and not c["sensitive"]}
-        if value is None:
-            current.pop(key, None)
-        else:
-            current[key] = value
-        responses = await self.admin.alter_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, name, configs=current)])
-        for response in responses:
-            for resource in response.to_object()["resources"]:
-                if resource["error_code"]:
-                    raise ConsoleError(f"cannot alter topic {name!r}: " + error_message(
-                        resource["error_code"], resource["error_message"]))
+        code, message = await kadmin.incremental_alter_configs(
+            self.admin, ConfigResourceType.TOPIC.value, name, {key: value})
+        if code:
+            raise ConsoleError(f"cannot alter topic {name!r}: {error_message(code, message)}")
 
     # --- groups ---------------------------------------------------------------------------
 

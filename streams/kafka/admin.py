@@ -16,7 +16,7 @@ from aiokafka.protocol.api import Request
 from aiokafka.protocol.commit import OffsetCommitRequest
 
 from .internals import send_to_any, send_to_node
-from .requests import DescribeLogDirs, OffsetDelete
+from .requests import DescribeLogDirs, IncrementalAlterConfigs, OffsetDelete
 
 GROUP_ID_NOT_FOUND = 69
 
@@ -71,3 +71,15 @@ async def describe_log_dirs(admin: AIOKafkaAdminClient, node: int) -> list[dict[
                              "size": p["partition_size"], "future": p["is_future_key"]}
                             for t in r["topics"] for p in t["partitions"]]}
             for r in response.to_object()["results"]]
+
+
+async def incremental_alter_configs(admin: AIOKafkaAdminClient, resource_type: int, name: str,
+                                    changes: dict[str, str | None],
+                                    node: int | None = None) -> tuple[int, str | None]:
+    """IncrementalAlterConfigs of one resource (a BROKER resource goes to ``node``, itself):
+    its error code and message."""
+    request = IncrementalAlterConfigs(resource_type, name, changes)
+    response = await (send_to_node(admin, node, request) if node is not None
+                      else send_to_any(admin, request))
+    [result] = response.responses
+    return result[0], result[1]

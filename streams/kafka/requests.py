@@ -1,6 +1,6 @@
 """Kafka request formats that aiokafka does not ship, written from Kafka's message schemas
 (``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496), the SCRAM
-credential APIs (KIP-554) and DescribeLogDirs (KIP-113)."""
+credential APIs (KIP-554), DescribeLogDirs (KIP-113) and IncrementalAlterConfigs (KIP-339)."""
 
 from __future__ import annotations
 
@@ -165,3 +165,41 @@ class DescribeLogDirs(Request[DescribeLogDirsRequest_v1]):
     def build(self, request_struct_class: type[DescribeLogDirsRequest_v1]
               ) -> DescribeLogDirsRequest_v1:
         return request_struct_class(None)
+
+
+class IncrementalAlterConfigsResponse_v0(Response):  # noqa: N801
+    API_KEY = 44
+    API_VERSION = 0
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("responses", Array(("error_code", Int16), ("error_message", String("utf-8")),
+                            ("resource_type", Int8), ("resource_name", String("utf-8")))))
+
+
+class IncrementalAlterConfigsRequest_v0(RequestStruct):  # noqa: N801
+    API_KEY = 44
+    API_VERSION = 0
+    RESPONSE_TYPE = IncrementalAlterConfigsResponse_v0
+    SCHEMA = Schema(
+        ("resources", Array(
+            ("resource_type", Int8), ("resource_name", String("utf-8")),
+            ("configs", Array(("name", String("utf-8")), ("config_operation", Int8),
+                              ("value", String("utf-8")))))),
+        ("validate_only", Boolean))
+
+
+class IncrementalAlterConfigs(Request[IncrementalAlterConfigsRequest_v0]):
+    """Change only the named configs of one resource (SET 0 with a value, DELETE 1 with None):
+    unlike the legacy AlterConfigs, the others, secrets included, are left as they are."""
+
+    API_KEY = 44
+    SET, DELETE = 0, 1
+
+    def __init__(self, resource_type: int, name: str, changes: dict[str, str | None]) -> None:
+        self.resources = [(resource_type, name, [
+            (key, self.SET if value is not None else self.DELETE, value)
+            for key, value in changes.items()])]
+
+    def build(self, request_struct_class: type[IncrementalAlterConfigsRequest_v0]
+              ) -> IncrementalAlterConfigsRequest_v0:
+        return request_struct_class(self.resources, False)
