@@ -4,7 +4,13 @@ Semantics follow Kafka Streams' ``KStreamWindowAggregate``, ``KStreamSlidingWind
 and ``KStreamSessionWindowAggregate`` (reference §1.5-§1.7):
 
 * Each processor tracks its own observed stream time (max record timestamp it has seen),
-  starting from how far its restored store had got.
+  starting from nothing whenever its task is (re)created, as Kafka's processors do
+  (``observedStreamTime = NO_TIMESTAMP``). The store keeps its own stream time, restored from
+  the changelog, and hides windows older than its retention (Kafka's segmented stores). So
+  under at_least_once, input replayed after a crash is processed again, never dropped as
+  late because the restored store had got further: a replayed record whose window the store
+  already expired builds a fresh aggregate (Kafka re-emits such partial windows and
+  sessions too), which is an at-least-once duplicate, not a loss.
 * Late records are dropped with the exact inequalities of §1.6 (time: update a window only if
   ``end > ST - grace``; sliding: ``end >= ST - grace``; session: drop if the merged session's
   ``end < ST - grace - gap``).
@@ -51,13 +57,6 @@ class _WindowedAggregateBase(Processor[Any, Any]):
         self.store = context.get_state_store(self.store_name)
 
     def _observe(self, timestamp: int) -> None:
-        if self.observed < 0:
-            # The first record since the task (re)started: its restored store already saw
-            # windows up to some time, a lower bound of the stream time reached before. Under
-            # at_least_once the input is then reprocessed from older offsets; starting from
-            # -1 would re-open windows the store had already expired and forward partial
-            # aggregates for them (a suppressed window re-emitted with count 1).
-            self.observed = max(self.observed, getattr(self.store, "restored_observed", -1))
         if timestamp > self.observed:
             self.observed = timestamp
 

@@ -8,10 +8,14 @@ key's sessions are ordered by end, then start. That same key is the changelog ke
 value is the serialized aggregate. A time index (``.time-index``: ``[end][key][start]``) serves
 cross-key scans by end time and retention. Sessions include both ends: ``Window(start, end)``.
 
-Retention (Kafka's bounds): ``observed`` is the largest session end ever put; a session with
-``end <= observed - retention_ms`` is expired for puts and per-key reads, while
+Retention (Kafka's bounds): ``observed`` is the largest session end ever put or restored; a
+session with ``end <= observed - retention_ms`` is expired for puts and per-key reads, while
 ``find_sessions_by_end`` (time-ordered, used by emit-on-close) still sees
-``end == observed - retention_ms``; ``flush`` deletes ``end < observed - retention_ms``.
+``end == observed - retention_ms``; ``flush`` deletes ``end < observed - retention_ms``. The
+record cache is not cut off (Kafka's caching layer is not): an expired session put with the
+cache on lives in the cache, is seen by reads and forwarded at the flush, whose write to the
+store skips it. Only input replayed after a crash meets this (the aggregation's own stream
+time starts from nothing, as Kafka's does, while the store's was restored).
 
 API::
 
@@ -106,11 +110,15 @@ class SessionStore(CachingStore, _TimeIndexed):
             raise ValueError(f"session store {self.name}: bad session window {window}")
         primary = self._session_key(windowed)
         self._advance(window.end)
-        if window.end <= self._cutoff():
-            return
         timestamp = window.end if timestamp is None else timestamp
         if self.cache is not None:
+            # Kafka's CachingSessionStore takes every put: its cache knows no retention, so
+            # a session rebuilt from input replayed after a crash (older than the restored
+            # store's retention) still grows there and is forwarded at the flush, whose
+            # write to the store then skips it (_store_value), as the segmented store does.
             self.cache.put(primary, windowed, agg, timestamp, context)
+            return
+        if window.end <= self._cutoff():
             return
         self._store_value(primary, agg, timestamp)
 
@@ -126,8 +134,14 @@ class SessionStore(CachingStore, _TimeIndexed):
     # -- caching ------------------------------------------------------------------------------
 
     def _store_value(self, primary: bytes, agg: Any, timestamp: int) -> None:
+        if agg is not None and self._end_of(primary) <= self._cutoff():
+            return  # expired (a cached session flushed after the store moved past it)
         value_bytes = None if agg is None else self.value_serde.serialize(self.name, agg)
         self._write(primary, value_bytes, timestamp)
+
+    @staticmethod
+    def _end_of(primary: bytes) -> int:
+        return _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0]
 
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
         stored = self.inner.get(primary)
@@ -172,7 +186,7 @@ class SessionStore(CachingStore, _TimeIndexed):
         if self.cache is not None:
             self.cache.discard(key)
         end = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
-        self._advance_restored(end)
+        self._advance(end)
         if end > self._cutoff():
             self._write(key, value)
 

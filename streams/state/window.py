@@ -21,6 +21,10 @@ key-first reads (``fetch``, ``fetch_range``); time-ordered scans (``fetch_all``,
 see ``start == observed - retention_ms``, as Kafka's time-ordered store does, so emit-on-close
 never misses a window that closes at the boundary. Expired windows are deleted at ``flush``
 (not logged: the changelog topic expires them by its own retention). Starts must be >= 0.
+The record cache is not cut off (Kafka's caching layer is not): with the cache on, an expired
+window put lives in the cache, is seen by key-first reads and forwarded at the flush, whose
+write to the store skips it. Only input replayed after a crash meets this (the aggregation's
+own stream time starts from nothing, as Kafka's does, while the store's was restored).
 
 API (``key`` is the typed key; iterators are in ascending order unless ``backward``)::
 
@@ -89,9 +93,6 @@ class _TimeIndexed:
         for index_key, _ in index.range(None, None, reverse=True):
             self.observed = _LONG.unpack_from(index_key)[0]
             break
-        # How far the store had got before this task instance processed anything (from disk
-        # and restoration): a lower bound of the stream time its aggregations had reached.
-        self.restored_observed = self.observed
 
     @property
     def persistent(self) -> bool:
@@ -105,10 +106,6 @@ class _TimeIndexed:
     def _advance(self, time: int) -> None:
         if time > self.observed:
             self.observed = time
-
-    def _advance_restored(self, time: int) -> None:
-        self._advance(time)
-        self.restored_observed = self.observed
 
     def _index_key(self, primary: bytes) -> bytes:
         raise NotImplementedError
@@ -165,7 +162,7 @@ class _TimeIndexed:
     def wipe(self) -> None:
         self.inner.wipe()
         self.index.wipe()
-        self.observed = self.restored_observed = -1
+        self.observed = -1
         self._cleaned_to = None
 
 
@@ -236,7 +233,7 @@ class WindowStore(CachingStore, _TimeIndexed):
         if value is None and self.retain_duplicates:
             return
         self._advance(window_start)
-        if window_start <= self._cutoff():
+        if self.cache is None and window_start <= self._cutoff():
             log.debug("window store %s: skipping a put to expired window %d", self.name,
                       window_start)
             return
@@ -244,11 +241,17 @@ class WindowStore(CachingStore, _TimeIndexed):
             self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
         primary = key_bytes + _LONG.pack(window_start) + _INT.pack(self._seqnum)
         if self.cache is not None:
+            # Kafka's CachingWindowStore takes every put (its cache knows no retention): a
+            # window rebuilt from input replayed after a crash is forwarded at the flush,
+            # whose write to the store skips it (_store_value).
             self.cache.put(primary, (key, window_start), value, timestamp, context)
             return
         self._store_value(primary, value, timestamp)
 
     def _store_value(self, primary: bytes, value: Any, timestamp: int) -> None:
+        if value is not None and \
+                _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= self._cutoff():
+            return  # expired (a cached window flushed after the store moved past it)
         value_bytes = self.value_serde.serialize(self.name, value)
         if value_bytes is None:
             stored = None
@@ -267,7 +270,7 @@ class WindowStore(CachingStore, _TimeIndexed):
         if self.cache is not None:
             self.cache.discard(key)
         start = _LONG.unpack_from(key, len(key) - _SUFFIX)[0]
-        self._advance_restored(start)
+        self._advance(start)
         if start <= self._cutoff():
             return
         if value is not None and self.timestamped:

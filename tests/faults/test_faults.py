@@ -32,6 +32,9 @@ CI_RUNS = [
     ("fk_join", "exactly_once_v2", 0, ["scale_out"], 105),
     ("fk_join", "exactly_once_v2", 0, ["pause"], 112),
     ("session", "exactly_once_v2", 0, ["broker_outage"], 106),
+    # input replayed after the kill is processed again, never dropped as late against the
+    # stream time the restored store had reached (soak seed 4250 lost 29 sessions that way)
+    ("session", "at_least_once", 0, ["kill"], 116),
     ("cogroup", "exactly_once_v2", 0, ["kill"], 107),
     ("cogroup", "exactly_once_v2", 0, ["broker_restart"], 113),
     ("global", "exactly_once_v2", 0, ["scale_in"], 108),
