@@ -85,6 +85,16 @@ fuzz: $(VENV)/.installed
 test-external: $(VENV)/.installed
 	$(PY) tests/external/kafka_python_suite.py
 
+# confluent-kafka-python's own integration tests (share_consumer, consumer, admin) against our
+# broker, then against Apache Kafka 4.4. Its tests are not in the PyPI sdist: clone the repository
+# at the installed version's tag OUTSIDE this checkout and point CONFLUENT_KAFKA_PYTHON_SRC at it
+# (git clone --depth 1 --branch v2.16.1 https://github.com/confluentinc/confluent-kafka-python).
+.PHONY: test-confluent-suite
+test-confluent-suite: $(VENV)/.installed
+	@test -n "$(CONFLUENT_KAFKA_PYTHON_SRC)" || (echo "set CONFLUENT_KAFKA_PYTHON_SRC to a confluent-kafka-python checkout (see tests/external/confluent_suite.py)"; exit 2)
+	-$(PY) tests/external/confluent_suite.py --source $(CONFLUENT_KAFKA_PYTHON_SRC)
+	$(PY) tests/external/confluent_suite.py --source $(CONFLUENT_KAFKA_PYTHON_SRC) --kafka
+
 # The fault harness's soak mode (tests/faults): random fault schedules over random scenarios for
 # SOAK_MINUTES; prints each failing run's seed (python -m tests.faults.soak --seed S) and totals.
 .PHONY: soak

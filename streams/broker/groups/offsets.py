@@ -23,7 +23,6 @@ from ..records import (
     Record,
     build_batch,
     decode_records,
-    iter_batches,
     validate_produced,
 )
 from ..topics import OFFSETS_TOPIC
@@ -39,6 +38,7 @@ from .offsets_codec import (
     encode_offset_value,
     partition_for,
 )
+from .replay import stored_batches
 
 if TYPE_CHECKING:
     from ..storage.log import PartitionLog
@@ -47,7 +47,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 TopicPartition = tuple[str, int]
-_READ_CHUNK = 1 << 20
 
 
 @dataclass(slots=True, frozen=True)
@@ -199,19 +198,9 @@ class OffsetStore:
         log.info("loaded committed offsets of %d group(s)", len(self.group_ids()))
 
     def _replay(self, plog: PartitionLog) -> None:
-        offset = plog.log_start_offset
-        while offset < plog.next_offset:
-            data = plog.read(offset, _READ_CHUNK)
-            advanced = offset
-            for pos, header in iter_batches(data):
-                if header.last_offset >= offset:
-                    self._replay_batch(data[pos : pos + header.size], header.producer_id,
-                                       header.is_transactional, header.is_control)
-                advanced = header.last_offset + 1
-            if advanced == offset:
-                log.warning("%s: cannot read past offset %d", plog.directory, offset)
-                return
-            offset = advanced
+        for batch, header in stored_batches(plog):
+            self._replay_batch(batch, header.producer_id, header.is_transactional,
+                               header.is_control)
 
     def _replay_batch(self, batch: bytes, producer_id: int, transactional: bool,
                       control: bool) -> None:

@@ -23,11 +23,11 @@ from ..records import (
     Record,
     build_batch,
     decode_records,
-    iter_batches,
     validate_produced,
 )
 from ..topics import SHARE_STATE_TOPIC
 from .offsets_codec import partition_for
+from .replay import stored_batches
 from .share_partition import RecordState, ShareConfig, SharePartition, StateBatch
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ if TYPE_CHECKING:
     from ..topics import TopicManager
 
 log = logging.getLogger(__name__)
-
-_READ_CHUNK = 1 << 20
 
 
 @dataclass(slots=True, frozen=True)
@@ -158,18 +156,9 @@ class ShareStateStore:
         log.info("loaded %d share-partition state(s)", len(self.snapshots))
 
     def _replay(self, plog: PartitionLog) -> None:
-        offset = plog.log_start_offset
-        while offset < plog.next_offset:
-            data = plog.read(offset, _READ_CHUNK)
-            advanced = offset
-            for pos, header in iter_batches(data):
-                if header.last_offset >= offset and not header.is_control:
-                    self._replay_batch(data[pos : pos + header.size])
-                advanced = header.last_offset + 1
-            if advanced == offset:
-                log.warning("%s: cannot read past offset %d", plog.directory, offset)
-                return
-            offset = advanced
+        for batch, header in stored_batches(plog):
+            if not header.is_control:
+                self._replay_batch(batch)
 
     def _replay_batch(self, batch: bytes) -> None:
         try:
