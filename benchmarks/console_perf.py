@@ -1,5 +1,6 @@
-"""`streams console` with many topics and groups: time to render /topics and /groups, and the
-console's cost on the broker (Kafka requests per page view, counted at the console's clients).
+"""`streams console` with many topics and groups: time to render /topics, /groups (with the lag
+per group scraped from the broker's metrics), /apps and /brokers, and the console's cost on the
+broker (Kafka requests per page view, counted at the console's clients).
 
     python benchmarks/console_perf.py [--topics 1000] [--groups 1000] [--views 5]
 
@@ -86,9 +87,10 @@ async def _prepare(bootstrap: str, topics: int, groups: int) -> None:
         await admin.close()
 
 
-async def _measure(bootstrap: str, views: int) -> dict[str, tuple[float, float, float]]:
+async def _measure(bootstrap: str, views: int, metrics_url: str
+                   ) -> dict[str, tuple[float, float, float]]:
     args = argparse.Namespace(bootstrap_servers=bootstrap, command_config=None)
-    app = build_app(Cluster(args))
+    app = build_app(Cluster(args), metrics_urls={None: metrics_url})
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
     port = free_port()
@@ -96,7 +98,7 @@ async def _measure(bootstrap: str, views: int) -> dict[str, tuple[float, float, 
     results = {}
     try:
         async with aiohttp.ClientSession() as http:
-            for path in ("/topics", "/groups"):
+            for path in ("/topics", "/groups", "/apps", "/brokers", "/brokers/0"):
                 async with http.get(f"http://127.0.0.1:{port}{path}") as r:  # warm up
                     assert r.status == 200, await r.text()
                 times = []
@@ -124,11 +126,12 @@ def main() -> int:
     opts = parser.parse_args()
     _count_requests()
     with tempfile.TemporaryDirectory() as tmp:
-        port = free_port()
+        port, metrics_port = free_port(), free_port()
         bootstrap = f"127.0.0.1:{port}"
         log = open(Path(tmp) / "broker.log", "wb")  # noqa: SIM115 - closed below
         broker = subprocess.Popen([sys.executable, "-m", "streams.cli.main", "broker", "start",
-                                   "--data-dir", str(Path(tmp) / "data"), "--port", str(port)],
+                                   "--data-dir", str(Path(tmp) / "data"), "--port", str(port),
+                                   "--metrics-listener", f"http://127.0.0.1:{metrics_port}"],
                                   stdout=log, stderr=subprocess.STDOUT)
         try:
             asyncio.run(_wait_for_broker(bootstrap, time.monotonic() + 60))
@@ -136,14 +139,15 @@ def main() -> int:
             asyncio.run(_prepare(bootstrap, opts.topics, opts.groups))
             print(f"prepared {opts.topics} topics and {opts.groups} groups "
                   f"in {time.monotonic() - began:.1f} s")
-            results = asyncio.run(_measure(bootstrap, opts.views))
+            results = asyncio.run(_measure(bootstrap, opts.views,
+                                           f"http://127.0.0.1:{metrics_port}/metrics"))
         finally:
             broker.terminate()
             broker.wait(60)
             log.close()
-    print(f"{'page':<10} {'median s':>9} {'max s':>7} {'Kafka requests/view':>20}")
+    print(f"{'page':<11} {'median s':>9} {'max s':>7} {'Kafka requests/view':>20}")
     for path, (median, worst, requests) in results.items():
-        print(f"{path:<10} {median:9.3f} {worst:7.3f} {requests:20.1f}")
+        print(f"{path:<11} {median:9.3f} {worst:7.3f} {requests:20.1f}")
     return 0
 
 

@@ -25,6 +25,8 @@ ERRORS = "kafka_network_requestmetrics_errors_total"
 BYTES_IN = "kafka_server_brokertopicmetrics_bytesin_total"
 BYTES_OUT = "kafka_server_brokertopicmetrics_bytesout_total"
 MESSAGES_IN = "kafka_server_brokertopicmetrics_messagesin_total"
+GROUP_LAG = "kafka_consumergroup_lag"
+GROUP_LAG_SECONDS = "kafka_consumergroup_lag_seconds"
 GAUGES = {"kafka_server_socketservermetrics_connection_count": "connections",
           "kafka_server_replicamanager_partitioncount": "partitions",
           "kafka_server_kafkaserver_brokerstate": "broker state"}
@@ -127,21 +129,50 @@ class Brokers:
         return {**brokers[node_id], "listeners": listeners, "configs": configs,
                 "log_dirs": dirs, "metrics_url": url, "metrics": metrics}
 
-    async def _metrics(self, node_id: int, url: str) -> dict[str, Any]:
-        """Request rates per API, bytes and records in/out per topic (per second over the
-        views of the last 30 s), and the broker's gauges."""
+    async def _scrape(self, url: str) -> list[tuple[str, dict[str, str], float]] | str:
+        """The samples at ``url``, or why they could not be read."""
         if self.session is None:
             self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=10))
         try:
             async with self.session.get(url) as response:
                 if response.status != 200:
-                    return {"error": f"{url} answered HTTP {response.status}"}
-                text = await response.text()
+                    return f"{url} answered HTTP {response.status}"
+                return parse_prometheus(await response.text())
         except (aiohttp.ClientError, TimeoutError) as exc:
-            return {"error": f"cannot read {url}: {str(exc) or type(exc).__name__}"}
+            return f"cannot read {url}: {str(exc) or type(exc).__name__}"
+
+    async def group_lags(self) -> dict[str, dict[str, float]] | None:
+        """Per group, the lag summed over its partitions and the largest lag in seconds, from
+        every metrics endpoint given (each broker exports the groups it coordinates, as Kafka
+        Lag Exporter names them: ``kafka_consumergroup_lag``, ``..._lag_seconds``); None
+        without ``--metrics-url``. One scrape per broker, whatever the number of groups."""
+        if not self.metrics_urls:
+            return None
+        lags: dict[str, dict[str, float]] = {}
+        for scraped in await asyncio.gather(*(self._scrape(u)
+                                              for u in self.metrics_urls.values())):
+            if isinstance(scraped, str):
+                continue
+            for name, labels, value in scraped:
+                group = labels.get("group")
+                if group is None or name not in (GROUP_LAG, GROUP_LAG_SECONDS):
+                    continue
+                row = lags.setdefault(group, {"lag": 0.0, "lag_seconds": 0.0})
+                if name == GROUP_LAG:
+                    row["lag"] += value
+                else:
+                    row["lag_seconds"] = max(row["lag_seconds"], value)
+        return lags
+
+    async def _metrics(self, node_id: int, url: str) -> dict[str, Any]:
+        """Request rates per API, bytes and records in/out per topic (per second over the
+        views of the last 30 s), and the broker's gauges."""
+        scraped = await self._scrape(url)
+        if isinstance(scraped, str):
+            return {"error": scraped}
         counters: dict[str, float] = {}
         gauges: dict[str, float] = {}
-        for name, labels, value in parse_prometheus(text):
+        for name, labels, value in scraped:
             if name in (REQUESTS, ERRORS) and "request" in labels:
                 counters[f"{name}|{labels['request']}"] = value
             elif name in (BYTES_IN, BYTES_OUT, MESSAGES_IN) and "topic" in labels:

@@ -285,14 +285,26 @@ async def produce_message(request: web.Request) -> web.Response:
 # --- groups -----------------------------------------------------------------------------------
 
 async def groups_page(request: web.Request) -> web.Response:
+    from .brokers_pages import BROKERS
+
     rows = await request.app[CLUSTER].groups()
+    lags = await request.app[BROKERS].group_lags()  # None without --metrics-url
+    for r in rows:
+        found = (lags or {}).get(r["group"], {})
+        r["lag"] = int(found["lag"]) if "lag" in found else None
+        r["lag_seconds"] = found.get("lag_seconds")
     if request.path.startswith("/api/"):
         return _json(rows)
-    table = h.table(["Group", "State", "Members", "Type", "Coordinator", "Error"],
+    table = h.table(["Group", "State", "Members", "Type", "Coordinator", "Lag", "Lag (s)",
+                     "Error"],
                     [[h.Raw(h.link("/groups/", r["group"])), r["state"], r["members"],
-                      r["protocol_type"], r["coordinator"], r["error"] or ""] for r in rows],
-                    "groups")
-    return _html(request, "Consumer groups", f"<p>{len(rows)} groups</p>{table}", refresh=10)
+                      r["protocol_type"], r["coordinator"], "-" if r["lag"] is None
+                      else r["lag"], _seconds(r["lag_seconds"]), r["error"] or ""]
+                     for r in rows], "groups")
+    note = "" if lags is not None else \
+        " (lag per group needs the brokers' metrics: <code>--metrics-url</code>)"
+    return _html(request, "Consumer groups", f"<p>{len(rows)} groups{note}</p>{table}",
+                 refresh=10)
 
 
 async def group_page(request: web.Request) -> web.Response:

@@ -369,6 +369,10 @@ def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: An
     visit(page, console.url + "/groups", "groups")
     billing = page.locator("#groups tbody tr", has_text="billing").locator("td")
     assert billing.nth(1).inner_text() == "Empty"
+    # lag per group from the broker's metrics (--metrics-url): records and oldest record's age
+    assert billing.nth(5).inner_text() == str(PRODUCED - CONSUMED)
+    audit = page.locator("#groups tbody tr", has_text="audit").locator("td").all_inner_texts()
+    assert audit[5] == "2" and re.fullmatch(r"3\d min \d+ s", audit[6]), audit
     billing.first.locator("a").click()
     assert page.locator("#total-lag").inner_text() == str(PRODUCED - CONSUMED)
     row = page.locator("#offsets tbody tr").first.locator("td")
