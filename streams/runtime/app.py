@@ -32,7 +32,7 @@ from .queries import (
     TaskMetadata,
     ThreadMetadata,
 )
-from .thread import StreamThread
+from .thread import StreamThread, ThreadHost
 from .topics import MissingSourceTopicError
 
 log = logging.getLogger(__name__)
@@ -125,6 +125,12 @@ class KafkaStreams:
         self._before_start("set_standby_update_listener")
         self.standby_listener = listener
 
+    def _thread_host(self) -> ThreadHost:
+        """The settings and callbacks a stream thread gets (it never sees this object)."""
+        return ThreadHost(self.config, self.topology, self.metrics_registry, self._set_state,
+                          self._on_assignment_info, lambda: self._shutdown_requested,
+                          self.restore_listener, self.standby_listener)
+
     def _before_start(self, what: str) -> None:
         if self._state is not State.CREATED:
             raise RuntimeError(f"{what} can only be called before start() "
@@ -177,7 +183,7 @@ class KafkaStreams:
         self._stop = asyncio.Event()
         if self._state in (State.PENDING_SHUTDOWN, State.NOT_RUNNING):
             self._stop.set()
-        self._stream_thread = StreamThread(self)
+        self._stream_thread = StreamThread(self._thread_host())
         try:
             if self.config.application_server:
                 from .query_server import QueryServer  # aiohttp only when serving
@@ -218,7 +224,7 @@ class KafkaStreams:
                     self.thread_replacements += 1
                     log.error("stream thread failed (%r); replacing it (REPLACE_THREAD)", exc,
                               exc_info=exc)
-                    self._stream_thread = StreamThread(self)
+                    self._stream_thread = StreamThread(self._thread_host())
                     self._register_replacement_metrics()
                     continue
                 if response is StreamThreadExceptionResponse.SHUTDOWN_APPLICATION:
@@ -273,7 +279,7 @@ class KafkaStreams:
         assert self._stop is not None
         self._shutdown_requested = True
         self._stop.clear()
-        self._stream_thread = StreamThread(self)
+        self._stream_thread = StreamThread(self._thread_host())
         try:
             await asyncio.wait_for(self._stream_thread.run(self._stop),
                                    self.config.session_timeout_ms / 1000 + 30)

@@ -15,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
 from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
@@ -56,9 +58,6 @@ from .statedir import StateDirectory
 from .task_manager import TaskManager
 from .topics import TopicLayout, ensure_internal_topics
 
-if TYPE_CHECKING:
-    from .app import KafkaStreams
-
 log = logging.getLogger(__name__)
 
 MIGRATION_ERRORS = (CommitFailedError, IllegalGenerationError, UnknownMemberIdError,
@@ -77,7 +76,22 @@ PROCESS_CHUNK = 100  # records per task between checks of the time slice
 PROCESS_SLICE_S = 0.1  # one iteration processes at most this long before polling again
 EARLY_COMMIT_MIN_S = 0.1  # at_least_once: caught-up commits at most this often
 
-__all__ = ["StreamThread", "TaskMigrated"]
+__all__ = ["StreamThread", "TaskMigrated", "ThreadHost"]
+
+
+@dataclass(frozen=True)
+class ThreadHost:
+    """What a stream thread needs from the client that runs it (KafkaStreams): its settings
+    and callbacks, so that the thread never reaches into the client's internals."""
+
+    config: Any  # StreamsConfig
+    topology: Any  # Topology
+    metrics_registry: Any
+    set_state: Callable[[str], None]  # "REBALANCING" / "RUNNING"
+    on_assignment_info: Callable[[Any], None]  # every new assignment's AssignmentInfo
+    shutdown_requested: Callable[[], bool]  # SHUTDOWN_APPLICATION, told to the group on joining
+    restore_listener: Any = None  # Kafka's StateRestoreListener
+    standby_listener: Any = None  # Kafka's StandbyUpdateListener
 
 
 def wall_clock_ms() -> int:
@@ -85,12 +99,12 @@ def wall_clock_ms() -> int:
 
 
 class StreamThread:
-    def __init__(self, app: KafkaStreams) -> None:
-        self.app = app
-        self.config = app.config
-        self.topology = app.topology
+    def __init__(self, host: ThreadHost) -> None:
+        self.host = host
+        self.config = host.config
+        self.topology = host.topology
         self.task_config = self.config.task_config()
-        self.task_config.store_wrapper = store_wrapper(app.metrics_registry)  # DEBUG: Metered
+        self.task_config.store_wrapper = store_wrapper(host.metrics_registry)  # DEBUG: Metered
         self.app_id = self.config.application_id
         self.eos = self.config.eos
         self.state_dir = StateDirectory(self.config.app_state_dir)
@@ -194,7 +208,7 @@ class StreamThread:
         collector = RecordCollector(producer, dict(layout.partitions),
                                     begin_txn if self.eos else None)
         assignor = StreamsPartitionAssignor(layout, self._member_info,
-                                            self.app._on_assignment_info,
+                                            self.host.on_assignment_info,
                                             self.config.num_standby_replicas)
         consumer = AIOKafkaConsumer(
             **self.config.client_kwargs("main.consumer"), group_id=self.app_id,
@@ -210,7 +224,7 @@ class StreamThread:
             max_poll_interval_ms=self.config.max_poll_interval_ms,
             metadata_max_age_ms=self.config.metadata_max_age_ms)
         updater = StateUpdater(self.config.client_kwargs("restore.consumer"), self.eos,
-                               self.app.restore_listener, self.app.standby_listener)
+                               self.host.restore_listener, self.host.standby_listener)
         tasks = TaskManager(self.topology, layout, self.task_config, collector, updater,
                             self.globals.stores if self.globals else None, wall_clock_ms)
         committer = Committer(self.app_id, self.eos, tasks, consumer, producer, collector,
@@ -228,7 +242,7 @@ class StreamThread:
             await gen.producer.start()
             # Before start(): the first assignment may complete inside start(), and its
             # RUNNING must not be overwritten.
-            self.app._set_state("REBALANCING")
+            self.host.set_state("REBALANCING")
             assert self.layout is not None
             gen.consumer.subscribe(self.layout.source_topics(), listener=_Listener(self, gen))
             await gen.consumer.start()
@@ -363,7 +377,7 @@ class StreamThread:
                 if check is not None:
                     check.observe(tp.topic, tp.partition, records)
         if tasks.restoring and tasks.mark_restored() and not tasks.restoring:
-            self.app._set_state("RUNNING")
+            self.host.set_state("RUNNING")
         if self.globals is not None:
             await self.globals.poll()
         now = time.monotonic()
@@ -499,7 +513,7 @@ class StreamThread:
     def _member_info(self) -> MemberInfo:
         return MemberInfo(self.state_dir.process_id, set(self.tasks),
                           self.state_dir.task_ids_on_disk(), self.config.application_server or "",
-                          self.app._shutdown_requested)
+                          self.host.shutdown_requested())
 
     async def on_revoked(self, gen: ClientGeneration, revoked: list[TopicPartition]) -> None:
         self.assignment_version += 1
@@ -509,7 +523,7 @@ class StreamThread:
         async with self.lock:
             if gen.closed:
                 return
-            self.app._set_state("REBALANCING")
+            self.host.set_state("REBALANCING")
             if gen.tasks.tasks:
                 try:
                     await gen.committer.commit(force=True)
@@ -559,7 +573,7 @@ class StreamThread:
             log.info("assigned tasks %s (restoring %s)", ", ".join(map(str, sorted(wanted))),
                      ", ".join(map(str, sorted(tasks.restoring))) or "none")
             if not tasks.restoring:
-                self.app._set_state("RUNNING")
+                self.host.set_state("RUNNING")
         self.assignment_version += 1
         gen.rebalancing = False
 
