@@ -61,7 +61,21 @@ def test_restores_in_the_background_and_forgets_removed_tasks(broker) -> None:
     _fill(broker.bootstrap)
 
     async def run() -> None:
-        updater = StateUpdater({"bootstrap_servers": broker.bootstrap}, eos=False)
+        seen: list[tuple[int, list[dict[str, object]]]] = []
+
+        class Progress:
+            """Reads progress() after each restored batch of task 0_0 (what /instance
+            reports for a restoring task)."""
+
+            def on_restore_start(self, *args: object) -> None: ...
+            def on_restore_end(self, *args: object) -> None: ...
+
+            def on_batch_restored(self, tp: object, store: str, last: int, count: int) -> None:
+                if getattr(tp, "partition", None) == 0:
+                    seen.append((last, updater.progress(TaskId(0, 0))))
+
+        updater = StateUpdater({"bootstrap_servers": broker.bootstrap}, eos=False,
+                               restore_listener=Progress())
         kept, revoked, resumed = RecordingStore(), RecordingStore(), RecordingStore()
         try:
             updater.add(TaskId(0, 0), _state(kept, 0))
@@ -89,6 +103,24 @@ def test_restores_in_the_background_and_forgets_removed_tasks(broker) -> None:
             assert kept.restored == RECORDS and kept.flushed
             assert kept.data[b"k499"] == b"v%d" % (RECORDS - 1)
             assert resumed.restored == 100 and resumed.flushed
+            # mid-restore: every record up to the batch's last applied, heading for the end
+            # (the next offset moves once the whole fetch is applied)
+            assert seen and seen[-1][0] == RECORDS - 1
+            for last, [row] in seen:
+                assert (row["topic"], row["partition"], row["end"]) == (CHANGELOG, 0, RECORDS)
+                assert row["applied"] == last + 1 and row["position"] <= row["applied"]
+            assert updater.progress(TaskId(0, 0)) == []  # restored: no longer reported
+            # a standby follows the changelog; its progress is its position and the end
+            follower = RecordingStore()
+            updater.add(TaskId(2, 0), _state(follower, 0), standby=True)
+            for _ in range(3000):
+                rows = updater.progress(TaskId(2, 0))
+                if rows and rows[0]["position"] == RECORDS and rows[0]["end"] == RECORDS:
+                    break
+                await asyncio.sleep(0.01)
+            assert rows == [{"store": "", "topic": CHANGELOG, "partition": 0,
+                             "position": RECORDS, "end": RECORDS, "applied": RECORDS}]
+            assert follower.restored == RECORDS
         finally:
             await updater.close()
 
