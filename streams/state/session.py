@@ -144,11 +144,14 @@ class SessionStore(CachingStore, _TimeIndexed):
         return _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0]
 
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
-        stored = self.inner.get(primary)
+        """The stored value a flush replaces: None once the session has expired, as Kafka's
+        caching store reads the old value through the store's retention (so a merged-away
+        session the store has expired is removed without a tombstone downstream)."""
+        end = _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0]
+        stored = self.inner.get(primary) if end > self._cutoff() else None
         if stored is None:
             return None
-        return self.value_serde.deserialize(self.name, stored), _LONG.unpack_from(primary,
-                                                                                 len(primary) - 16)[0]
+        return self.value_serde.deserialize(self.name, stored), end
 
     def flush(self) -> None:
         self.flush_cache()

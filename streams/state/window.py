@@ -262,6 +262,10 @@ class WindowStore(CachingStore, _TimeIndexed):
         self._write(primary, stored, timestamp)
 
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
+        """The stored value a flush replaces: None once the window has expired (Kafka's
+        caching store reads the old value through the store's retention)."""
+        if _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= self._cutoff():
+            return None
         stored = self.inner.get(primary)
         return None if stored is None else self._decode(stored)
 

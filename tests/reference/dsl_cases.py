@@ -643,6 +643,15 @@ def cached() -> list[Case]:
                       "input": [rec("in", "a", "x", 9), rec("in", "a", "y", 27),
                                 rec("in", "a", "z", 21), rec("in", "b", "w", 60),
                                 rec("in", "a", "v", 44)]})
+        # a session merged away after the store expired it leaves without a tombstone: the
+        # cache's flush reads the replaced value through the store's retention
+        ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+               op("w", "windowed_by", "g", windows={"type": "session", "gap": 8, "grace": 0}),
+               op("c", "count", "w"), op("cs", "to_stream", "c"), *sink("cs")]
+        cases.append({"name": f"session-merges-expired-flushed-session-cache-{cache}",
+                      "ops": ops, "cache_bytes": cache,
+                      "input": [rec("in", "a", "x", 15), rec("in", "b", "y", 23),
+                                rec("in", "a", "z", 23), rec("in", "a", "w", 30)]})
     for cache in (0, CACHE):
         # a materialized to_table caches as Kafka's KTableSource: one input record's several
         # updates of a key (flat_map_values, a self-join) reach downstream as one
