@@ -100,7 +100,7 @@ class KStream:
             from .optimize import RepartitionRecord
             builder.repartitions.append(RepartitionRecord(
                 topic, self.node, filter_name, sink_name, source_name, key_serde, value_serde,
-                partitions))
+                partitions, keep_null_keys))
         return KStream(builder, source_name, key_serde, value_serde, False)
 
     def repartition_for_join(self, base: str, key_serde: Serde[Any] | None = None,

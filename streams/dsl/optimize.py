@@ -32,7 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..processor.stateless import DropNullKeyProcessor
+from ..processor.stateless import DropNullKeyProcessor, PassThroughProcessor
 from ..serde import Serde
 from ..topology.copartition import CopartitionGroup
 from ..topology.topology import ProcessorDef, SinkDef, SourceDef, TopologyError
@@ -62,6 +62,7 @@ class RepartitionRecord:
     key_serde: Serde[Any] | None
     value_serde: Serde[Any] | None
     partitions: int | None
+    keeps_null_keys: bool = False  # a join's (KIP-962): its filter passes null keys on
 
 
 def parse_optimizations(value: Any) -> set[str]:
@@ -196,9 +197,14 @@ def merge_repartition_topics(builder: StreamsBuilder) -> list[str]:
             else:
                 below.extend(consumers)
             _rename_topic(topology.copartition_groups, record.topic, topic)
-        # the shared repartition, right after the key-changing node (in node order too)
+        # the shared repartition, right after the key-changing node (in node order too); it
+        # passes null keys on when a join reads it (KIP-962, as Kafka's merged repartition:
+        # checked on its driver), the aggregations reading it drop them themselves
+        keep_nulls = any(r.keeps_null_keys for r, _ in members)
         new_nodes = {
-            filter_name: ProcessorDef(filter_name, DropNullKeyProcessor, [key_node], [sink_name]),
+            filter_name: ProcessorDef(filter_name,
+                                      PassThroughProcessor if keep_nulls else DropNullKeyProcessor,
+                                      [key_node], [sink_name]),
             sink_name: SinkDef(sink_name, topic, [filter_name], key_serde, value_serde),
             source_name: SourceDef(source_name, [topic], key_serde, value_serde, None, below),
         }

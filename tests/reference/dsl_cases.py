@@ -443,6 +443,20 @@ def composed() -> list[Case]:
                   "input": [rec("tin", "A", "T", 1), rec("in2", "A", "R", 1),
                             rec("in", "a", "apple", 2), rec("in", None, "nk", 3),
                             rec("in", "b", "bean", 4), rec("in", None, "nk2", 30)]})
+    # ... also through the repartition topology.optimization merges (one topic for the join
+    # and the aggregation of a re-keyed stream; the aggregation drops them itself)
+    for optimization in ("none", "all"):
+        ops = [op("s", "stream", topic="in"), op("k", "select_key", "s", fn="key-upper"),
+               op("t", "table", topic="tin"), op("o", "stream", topic="in2"),
+               op("j1", "left_join", "k", other="t", fn="concat"),
+               op("j2", "outer_join", "k", other="o", fn="concat", windows={"diff": 5}),
+               op("g", "group_by_key", "k"), op("c", "count", "g"), op("cs", "to_stream", "c"),
+               *sink("j1"), *sink("j2", "out2"), *sink("cs", "out3")]
+        cases.append({"name": f"null-keys-through-merged-repartition-{optimization}",
+                      "ops": ops, "optimization": optimization,
+                      "input": [rec("tin", "A", "T", 1), rec("in2", "A", "R", 1),
+                                rec("in", "a", "apple", 2), rec("in", None, "nk", 3),
+                                rec("in", "b", "bean", 4), rec("in", None, "nk2", 30)]})
     # ... but an explicit repartition() drops them
     ops = [op("s", "stream", topic="in"), op("r", "repartition", "s"), *sink("r")]
     cases.append({"name": "explicit-repartition-drops-null-keys", "ops": ops,

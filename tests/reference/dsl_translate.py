@@ -6,8 +6,9 @@ to), ``other`` for joins and merge, ``fn`` naming a catalogue function (dsl_cata
 ``store`` to materialize under a name, ``windows`` for windowed_by / stream-stream joins /
 windowed cogroups, and ``topic`` for sources and ``to``. Inputs are ``{"topic", "key",
 "value", "ts"}`` records or ``{"wall": ms}`` wall-clock advances. Optional ``cache_bytes`` (the record cache,
-``statestore.cache.max.bytes``) and ``emit_interval_ms`` (the stream-stream outer join's emit
-throttle) configure both drivers alike.
+``statestore.cache.max.bytes``), ``emit_interval_ms`` (the stream-stream outer join's emit
+throttle) and ``optimization`` (``topology.optimization``, "none" unless set) configure both
+drivers alike.
 
 ``annotate`` infers every op's value type (``vt``: "s" String, "l" Long) and which tables are
 windowed, and lists the output topics and stores with their types: TopologyRunner.java reads
@@ -343,9 +344,9 @@ def _is_table(node: Any) -> bool:
 def run_ours(annotated: dict[str, Any]) -> dict[str, Any]:
     """Outputs and final store contents, in TopologyRunner.java's answer shape."""
     try:
-        topology = _Builder(annotated).builder.build()
-        with TopologyTestDriver(topology, config_of(annotated), initial_wall_clock_time=0) \
-                as driver:
+        config = config_of(annotated)
+        topology = _Builder(annotated).builder.build(config)
+        with TopologyTestDriver(topology, config, initial_wall_clock_time=0) as driver:
             return _drive(driver, annotated)
     except Exception as exc:  # noqa: BLE001 - a refused topology is an answer to compare
         return {"error": f"{type(exc).__name__}: {exc}"}
@@ -359,6 +360,7 @@ def config_of(case: dict[str, Any]) -> dict[str, Any]:
     config["statestore.cache.max.bytes"] = int(case.get("cache_bytes", 0))
     config["__emit.interval.ms.kstreams.outer.join.spurious.results.fix__"] = \
         int(case.get("emit_interval_ms", 0))
+    config["topology.optimization"] = case.get("optimization", "none")
     return config
 
 

@@ -381,16 +381,6 @@ public final class TopologyRunner {
     static JsonNode json(Object v) { return JSON.valueToTree(v); }
 
     static ObjectNode run(JsonNode c) throws Exception {
-        StreamsBuilder b = new StreamsBuilder();
-        Map<String, Object> nodes = new HashMap<>();
-        Map<String, String> types = new HashMap<>();
-        Map<String, String> sourceTypes = new HashMap<>();
-        for (JsonNode op : c.get("ops")) {
-            String id = op.get("id").asText();
-            nodes.put(id, build(b, nodes, types, op));
-            types.put(id, op.path("vt").asText("s"));
-            if (op.has("topic") && !op.get("op").asText().equals("to")) sourceTypes.put(op.get("topic").asText(), op.path("vt").asText("s"));
-        }
         Properties props = new Properties();
         props.put("application.id", c.path("application_id").asText("dsl-diff"));
         props.put("bootstrap.servers", "localhost:9091");
@@ -402,8 +392,19 @@ public final class TopologyRunner {
         // (0 unless it says), the windowed one stays off (docs/kafka-differences.md).
         props.put("__emit.interval.ms.kstreams.outer.join.spurious.results.fix__", c.path("emit_interval_ms").asText("0"));
         props.put("__emit.interval.ms.kstreams.windowed.aggregation__", "0");
+        props.put("topology.optimization", c.path("optimization").asText("none"));
+        StreamsBuilder b = new StreamsBuilder();
+        Map<String, Object> nodes = new HashMap<>();
+        Map<String, String> types = new HashMap<>();
+        Map<String, String> sourceTypes = new HashMap<>();
+        for (JsonNode op : c.get("ops")) {
+            String id = op.get("id").asText();
+            nodes.put(id, build(b, nodes, types, op));
+            types.put(id, op.path("vt").asText("s"));
+            if (op.has("topic") && !op.get("op").asText().equals("to")) sourceTypes.put(op.get("topic").asText(), op.path("vt").asText("s"));
+        }
         ObjectNode answer = JSON.createObjectNode();
-        try (TopologyTestDriver d = new TopologyTestDriver(b.build(), props, Instant.ofEpochMilli(0))) {
+        try (TopologyTestDriver d = new TopologyTestDriver(b.build(props), props, Instant.ofEpochMilli(0))) {
             Map<String, TestInputTopic> inputs = new HashMap<>();
             for (Map.Entry<String, String> e : sourceTypes.entrySet())
                 inputs.put(e.getKey(), d.createInputTopic(e.getKey(), Serdes.String().serializer(), serde(e.getValue()).serializer()));
