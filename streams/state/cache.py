@@ -211,8 +211,13 @@ class CachingStore:
             self.cache = None
             self._budget = None
             return False
-        self.cache = StoreCache(self._budget, self._store_value, self._read_inner, listener)
+        self.cache = StoreCache(self._budget, self._flush_value, self._read_inner, listener)
         return True
+
+    def _flush_value(self, key_bytes: bytes, value: Any, timestamp: int) -> None:
+        """What a flush writes through (window and session stores also advance their
+        retention there: the store behind Kafka's cache sees a put only when it flushes)."""
+        self._store_value(key_bytes, value, timestamp)
 
     @property
     def cache_listener(self) -> FlushListener | None:

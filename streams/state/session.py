@@ -109,15 +109,17 @@ class SessionStore(CachingStore, _TimeIndexed):
         if window.start < 0 or window.end < window.start:
             raise ValueError(f"session store {self.name}: bad session window {window}")
         primary = self._session_key(windowed)
-        self._advance(window.end)
         timestamp = window.end if timestamp is None else timestamp
         if self.cache is not None:
             # Kafka's CachingSessionStore takes every put: its cache knows no retention, so
             # a session rebuilt from input replayed after a crash (older than the restored
             # store's retention) still grows there and is forwarded at the flush, whose
             # write to the store then skips it (_store_value), as the segmented store does.
+            # The store's stream time (its retention) moves when the flush writes it
+            # (_flush_value): the store behind Kafka's cache sees a put only then.
             self.cache.put(primary, windowed, agg, timestamp, context)
             return
+        self._advance(window.end)
         if window.end <= self._cutoff():
             return
         self._store_value(primary, agg, timestamp)
@@ -142,6 +144,10 @@ class SessionStore(CachingStore, _TimeIndexed):
     @staticmethod
     def _end_of(primary: bytes) -> int:
         return _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0]
+
+    def _flush_value(self, primary: bytes, agg: Any, timestamp: int) -> None:
+        self._advance(self._end_of(primary))
+        self._store_value(primary, agg, timestamp)
 
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
         """The stored value a flush replaces: None once the session has expired, as Kafka's

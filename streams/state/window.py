@@ -232,20 +232,27 @@ class WindowStore(CachingStore, _TimeIndexed):
         key_bytes = self._key(key)
         if value is None and self.retain_duplicates:
             return
+        if self.cache is not None:
+            # Kafka's CachingWindowStore takes every put (its cache knows no retention): a
+            # window rebuilt from input replayed after a crash is forwarded at the flush,
+            # whose write to the store skips it (_store_value). The store's stream time (its
+            # retention) moves when the flush writes it (_flush_value), as the store behind
+            # Kafka's cache sees a put only then.
+            primary = key_bytes + _LONG.pack(window_start) + _INT.pack(0)
+            self.cache.put(primary, (key, window_start), value, timestamp, context)
+            return
         self._advance(window_start)
-        if self.cache is None and window_start <= self._cutoff():
+        if window_start <= self._cutoff():
             log.debug("window store %s: skipping a put to expired window %d", self.name,
                       window_start)
             return
         if self.retain_duplicates:
             self._seqnum = (self._seqnum + 1) & 0x7FFFFFFF
         primary = key_bytes + _LONG.pack(window_start) + _INT.pack(self._seqnum)
-        if self.cache is not None:
-            # Kafka's CachingWindowStore takes every put (its cache knows no retention): a
-            # window rebuilt from input replayed after a crash is forwarded at the flush,
-            # whose write to the store skips it (_store_value).
-            self.cache.put(primary, (key, window_start), value, timestamp, context)
-            return
+        self._store_value(primary, value, timestamp)
+
+    def _flush_value(self, primary: bytes, value: Any, timestamp: int) -> None:
+        self._advance(_LONG.unpack_from(primary, len(primary) - _SUFFIX)[0])
         self._store_value(primary, value, timestamp)
 
     def _store_value(self, primary: bytes, value: Any, timestamp: int) -> None:

@@ -457,7 +457,24 @@ def composed() -> list[Case]:
                       "input": [rec("tin", "A", "T", 1), rec("in2", "A", "R", 1),
                                 rec("in", "a", "apple", 2), rec("in", None, "nk", 3),
                                 rec("in", "b", "bean", 4), rec("in", None, "nk2", 30)]})
-    # ... but an explicit repartition() drops them
+    # ... but a join of a stream with itself under topology.optimization=all drops them (Kafka
+    # runs it with its self-join processor, KIP-862), also when re-keyed
+    for optimization in ("none", "all"):
+        ops = [op("s", "stream", topic="in"),
+               op("j1", "left_join", "s", other="s", fn="concat", windows={"diff": 10}),
+               op("j2", "outer_join", "s", other="s", fn="concat",
+                  windows={"diff": 10, "before": 5, "grace": 0}),
+               op("k", "select_key", "s", fn="key-upper"),
+               op("j3", "left_join", "k", other="k", fn="concat", windows={"diff": 3}),
+               op("o", "stream", topic="in2"),
+               op("j4", "left_join", "s", other="o", fn="concat", windows={"diff": 3}),
+               *sink("j1"), *sink("j2", "out2"), *sink("j3", "out3"), *sink("j4", "out4")]
+        cases.append({"name": f"self-join-null-keys-optimization-{optimization}", "ops": ops,
+                      "optimization": optimization,
+                      "input": [rec("in", None, "x", 59), rec("in", "a", "y", 60),
+                                rec("in2", None, "z", 61), rec("in", "a", "w", 61),
+                                rec("in", None, "v", 90)]})
+    # ... and an explicit repartition() drops them
     ops = [op("s", "stream", topic="in"), op("r", "repartition", "s"), *sink("r")]
     cases.append({"name": "explicit-repartition-drops-null-keys", "ops": ops,
                   "input": [rec("in", "k", "x", 42), rec("in", None, "y", 43)]})
@@ -666,6 +683,14 @@ def cached() -> list[Case]:
                       "ops": ops, "cache_bytes": cache,
                       "input": [rec("in", "a", "x", 15), rec("in", "b", "y", 23),
                                 rec("in", "a", "z", 23), rec("in", "a", "w", 30)]})
+        # ... but the store's retention moves only when the cache flushes into it: a record
+        # that merges a session and itself advances stream time past that session's
+        # retention still forwards its tombstone
+        cases.append({"name": f"session-merge-advancing-stream-time-cache-{cache}",
+                      "ops": ops, "cache_bytes": cache,
+                      "input": [rec("in", "b", "d", 59), rec("in", "b", "bean", 74),
+                                rec("in", "b", "x", 100), rec("in", "c", "y", 108),
+                                rec("in", "b", "z", 93)]})
     for cache in (0, CACHE):
         # a materialized to_table caches as Kafka's KTableSource: one input record's several
         # updates of a key (flat_map_values, a self-join) reach downstream as one
