@@ -327,6 +327,11 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
                             changelog_config={"cleanup.policy": "delete"})
 
     trackers = TimeTrackers()
+    # a join of a stream with itself: topology.optimization=all makes it Kafka's self-join
+    # (single.store.self.join), which drops null keys; optimize.py sets the flag at build
+    self_join = [False]
+    if left.node == right.node:
+        builder.self_joins.append(self_join)
 
     this_values = value_serde or left.value_serde
     other_values = other_value_serde or right.value_serde
@@ -345,6 +350,7 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
             windows_after_ms=windows.after_ms,
             grace_ms=windows.grace_ms,
             trackers=trackers,
+            drop_null_keys=self_join[0],
         )
 
     topology.add_processor(this_windowed, lambda: JoinWindowProcessor(this_store), left.node)

@@ -22,7 +22,10 @@ ahead of the committed offset): a promoted task restores the table from the inpu
 input topic must be kept (not deleted by retention) for as long as the table needs it, and the
 table's serdes must read it as written.
 
-Not implemented: ``single.store.self.join`` (refused when named).
+``single.store.self.join`` (KIP-862) is not implemented as a rewrite: a stream joined with
+itself keeps its two window stores (refused when named). What it changes in the records is
+honoured under ``all``: Kafka's self-join processor drops null keys, where a left or outer
+join of two streams keeps them (KIP-962), and so do ours (checked on Kafka's driver).
 """
 
 from __future__ import annotations
@@ -86,6 +89,10 @@ def parse_optimizations(value: Any) -> set[str]:
     return wanted
 
 
+def optimization_setting_is_all(config: Mapping[str, Any] | Any) -> bool:
+    return str(optimization_setting(config) or "").strip().lower() == ALL
+
+
 def optimization_setting(config: Mapping[str, Any] | Any) -> Any:
     if isinstance(config, Mapping):
         return config.get("topology.optimization", config.get("topology_optimization"))
@@ -110,6 +117,9 @@ def optimize(builder: StreamsBuilder, config: Mapping[str, Any] | Any) -> None:
         if reused:
             log.info("topology.optimization: source tables restore from their input topics "
                      "%s (no changelog topic)", reused)
+    if optimization_setting_is_all(config):
+        for flag in builder.self_joins:
+            flag[0] = True
 
 
 def reuse_source_topics(builder: StreamsBuilder) -> list[str]:

@@ -142,7 +142,7 @@ def _candidates(case: Case) -> list[Case]:
             ops = copy.deepcopy(case["ops"])
             del ops[i]["store"]
             out.append(dict(case, ops=ops))
-    for key in ("cache_bytes", "emit_interval_ms"):
+    for key in ("cache_bytes", "emit_interval_ms", "optimization"):
         if key in case:
             out.append({k: v for k, v in case.items() if k != key})
     for i, record in enumerate(inputs):  # simpler records: in-order times, no wall clock

@@ -509,6 +509,8 @@ def composed_case(seed: int, index: int, cache: bool | None = None) -> dict[str,
         case["cache_bytes"] = 10 * 1024 * 1024
     if rng.random() < 0.3:
         case["emit_interval_ms"] = 1000  # the outer-join throttle at Kafka's default
+    if rng.random() < 0.25:
+        case["optimization"] = "all"  # merged repartitions, source topics as changelogs
     return case
 
 
