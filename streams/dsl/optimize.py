@@ -24,8 +24,10 @@ table's serdes must read it as written.
 
 ``single.store.self.join`` (KIP-862) is not implemented as a rewrite: a stream joined with
 itself keeps its two window stores (refused when named). What it changes in the records is
-honoured under ``all``: Kafka's self-join processor drops null keys, where a left or outer
-join of two streams keeps them (KIP-962), and so do ours (checked on Kafka's driver).
+honoured under ``all``: Kafka's self-join processor joins as an inner join whatever the
+join's kind (a left or outer self-join drops null keys, which KIP-962 keeps for two streams,
+and never emits a record unjoined: it always finds itself), and so do ours (checked on
+Kafka's driver); the unused outer-join store stays declared.
 """
 
 from __future__ import annotations

@@ -303,8 +303,8 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
     the window's ``after`` for left records and ``before`` for right records). Without an outer
     store (deprecated ``JoinWindows.of``) or when the record's window is already closed, the
     non-joined result is emitted at once. Null keys on an outer side are emitted immediately
-    (KIP-962), except in an optimized self-join; other null keys and all null values are
-    dropped.
+    (KIP-962); other null keys and all null values are dropped. An optimized self-join
+    (``drop_null_keys``) runs as an inner join, as Kafka's self-join processor.
     """
 
     def __init__(
@@ -326,8 +326,11 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
     ) -> None:
         self.is_left = is_left
         # a self-join under topology.optimization=all: Kafka runs it with its self-join
-        # processor, which drops null keys even on an outer side
+        # processor (KIP-862), an inner join whatever the join's kind: null keys are dropped
+        # and nothing is emitted unjoined
         self.drop_null_keys = drop_null_keys
+        if drop_null_keys:
+            outer, outer_store_name = False, None
         self.other_store_name = other_store_name
         self.this_value_serde = this_value_serde
         self.outer_store_name = outer_store_name
@@ -373,7 +376,7 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         tracker = self.tracker
         tracker.advance(timestamp)
         key, value = record.key, record.value
-        if value is None or (key is None and (not self.outer or self.drop_null_keys)):
+        if value is None or (key is None and not self.outer):
             log.debug("stream-stream join: skipping a record with a null key or value")
             return
         if key is None:
