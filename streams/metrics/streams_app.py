@@ -1,6 +1,7 @@
 """The metrics of a Kafka Streams application, named as Kafka Streams names them (KIP-444):
 thread (``stream-thread-metrics``), task (``stream-task-metrics``), state store
-(``stream-state-metrics``, DEBUG) and the consumer's ``records-lag-max``.
+(``stream-state-metrics``, DEBUG), processor node (``stream-processor-node-metrics``
+``process-total``, DEBUG) and the consumer's ``records-lag-max``.
 
 The runtime keeps plain counters (``StreamThread.processed``, ``ThreadStats``, a task's
 ``dropped_records``); this module only reads them, at scrape time. It knows the runtime by
@@ -20,6 +21,7 @@ DOMAIN = "kafka.streams"
 THREAD = "stream-thread-metrics"
 TASK = "stream-task-metrics"
 STATE = "stream-state-metrics"
+NODE = "stream-processor-node-metrics"
 
 
 class ThreadStats:
@@ -85,6 +87,7 @@ def register_streams_metrics(registry: MetricsRegistry, thread: Any, thread_id: 
     registry.add_collector(lambda: _consumer_samples(thread, f"{thread_id}-consumer"))
     if registry.should_record(RecordingLevel.DEBUG):
         registry.add_collector(lambda: _store_samples(thread, thread_id))
+        registry.add_collector(lambda: _node_samples(thread, thread_id))
 
 
 def _client_samples(current: str, app_id: str) -> Iterator[Sample]:
@@ -144,6 +147,17 @@ def _consumer_samples(thread: Any, client_id: str) -> Iterator[Sample]:
     yield Sample("kafka.consumer", "consumer-fetch-manager-metrics", "records-lag-max", GAUGE,
                  {"client-id": client_id}, lag_max,
                  "Largest records-lag over the assigned partitions (NaN before any fetch)")
+
+
+def _node_samples(thread: Any, thread_id: str) -> Iterator[Sample]:
+    """Kafka's DEBUG ``stream-processor-node-metrics`` ``process-total``: records each node
+    of each task received (the counter ``streams console`` turns into records/s per node)."""
+    for task_id, task in list(thread.tasks.items()):
+        for name, node in list(getattr(task, "nodes", {}).items()):
+            yield Sample(DOMAIN, NODE, "process-total", COUNTER,
+                         {"thread-id": thread_id, "task-id": str(task_id),
+                          "processor-node-id": name}, node.processed,
+                         "Records the processor node received")
 
 
 def _store_samples(thread: Any, thread_id: str) -> Iterator[Sample]:

@@ -64,6 +64,13 @@ def test_streams_app_metrics_match_what_it_processed(broker, tmp_path) -> None:
         assert value(m, state + "put_total", task_id="0_0", store="counts") == 40
         assert value(m, state + "put_latency_avg", task_id="0_0", store="counts") > 0
         assert value(m, state + "get_total", task_id="0_0", store="counts") >= 40
+        # DEBUG: records per processor node (the poison record never reached the source node)
+        nodes = "kafka_streams_stream_processor_node_metrics_process_total"
+        for node in ("KSTREAM-SOURCE-0000000000", "KSTREAM-AGGREGATE-0000000001",
+                     "KTABLE-TOSTREAM-0000000002", "KSTREAM-SINK-0000000003"):
+            assert value(m, nodes, task_id="0_0", processor_node_id=node) == 40, node
+        assert value(m, nodes, task_id="0_1", processor_node_id="KSTREAM-SOURCE-0000000000") \
+            == 0
         # everything consumed: the consumer is at the end of both partitions
         lag_max = value(m, "kafka_consumer_consumer_fetch_manager_metrics_records_lag_max")
         assert lag_max == 0
