@@ -135,7 +135,7 @@ def _consumer_samples(thread: Any, client_id: str) -> Iterator[Sample]:
     lag_max = math.nan
     for tp in assigned:
         tp = TopicPartition(tp.topic, tp.partition)
-        end = consumer.last_stable_offset(tp) if thread.eos else consumer.highwater(tp)
+        end = thread.guarantee.end_offset(consumer, tp)
         position = fetch_position(consumer, tp)
         if end is None or position is None:
             continue

@@ -26,6 +26,7 @@ from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 
 from ..kafka.batching import RecordCollector
 from ..kafka.internals import GroupFencedOffsets, GroupMetadata, check_membership, group_metadata
+from .guarantee import ProcessingGuarantee
 from .task_manager import TaskManager
 
 log = logging.getLogger(__name__)
@@ -36,12 +37,13 @@ class TaskMigrated(Exception):
 
 
 class Committer:
-    def __init__(self, app_id: str, eos: bool, tasks: TaskManager, consumer: AIOKafkaConsumer,
+    def __init__(self, app_id: str, guarantee: ProcessingGuarantee, tasks: TaskManager,
+                 consumer: AIOKafkaConsumer,
                  producer: AIOKafkaProducer, collector: RecordCollector,
                  repartition_topics: set[str], purge_interval_ms: int,
                  admin: AIOKafkaAdminClient | None) -> None:
         self.app_id = app_id
-        self.eos = eos
+        self.eos = guarantee.exactly_once  # a transaction per commit
         self.tasks = tasks
         self.consumer = consumer
         self.producer = producer
@@ -49,7 +51,7 @@ class Committer:
         self.repartition_topics = repartition_topics
         self.purge_interval_ms = purge_interval_ms
         self.admin = admin
-        self.fenced_offsets = GroupFencedOffsets(producer) if eos else None
+        self.fenced_offsets = GroupFencedOffsets(producer) if self.eos else None
         self.group: GroupMetadata | None = None  # of the generation that assigned the tasks
         self.in_txn = False
         self.pending: asyncio.Task[None] | None = None

@@ -31,6 +31,7 @@ from ..processor.task import TaskConfig
 from ..processor.timestamps import resolve_timestamp_extractor
 from ..serde import Serdes, resolve_serde
 from ..state.cache import DEFAULT_CACHE_MAX_BYTES, CacheBudget
+from .guarantee import ProcessingGuarantee
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
@@ -217,14 +218,19 @@ class StreamsConfig(KafkaConfigModel):
         return DEFAULT_CACHE_MAX_BYTES
 
     @property
+    def guarantee(self) -> ProcessingGuarantee:
+        """processing.guarantee as the object the runtime asks (streams/runtime/guarantee.py)."""
+        return ProcessingGuarantee(self.processing_guarantee)
+
+    @property
     def eos(self) -> bool:
-        return self.processing_guarantee == EXACTLY_ONCE_V2
+        return self.guarantee.exactly_once
 
     @property
     def effective_commit_interval_ms(self) -> int:
         if self.commit_interval_ms is not None:
             return self.commit_interval_ms
-        return 100 if self.eos else 30_000
+        return self.guarantee.default_commit_interval_ms
 
     @property
     def app_state_dir(self) -> Path:

@@ -20,6 +20,7 @@ from ..kafka.batching import RecordCollector
 from ..kafka.internals import stop_client
 from .assignor import StreamsPartitionAssignor
 from .committer import Committer
+from .guarantee import ProcessingGuarantee
 from .state_updater import StateUpdater
 from .task_manager import TaskManager
 
@@ -65,10 +66,9 @@ class ClientGeneration:
         return f"ClientGeneration({self.number}, closed={self.closed})"
 
 
-def build_producer(client_kwargs: dict[str, Any], eos: bool, transactional_id: str,
-                   max_batch_size: int, transaction_timeout_ms: int) -> AIOKafkaProducer:
-    kwargs: dict[str, Any] = {"acks": "all", "max_batch_size": max_batch_size}
-    if eos:
-        kwargs.update(transactional_id=transactional_id, enable_idempotence=True,
-                      transaction_timeout_ms=transaction_timeout_ms)
-    return AIOKafkaProducer(**client_kwargs, **kwargs)
+def build_producer(client_kwargs: dict[str, Any], guarantee: ProcessingGuarantee,
+                   transactional_id: str, max_batch_size: int,
+                   transaction_timeout_ms: int) -> AIOKafkaProducer:
+    return AIOKafkaProducer(**client_kwargs, acks="all", max_batch_size=max_batch_size,
+                            **guarantee.producer_kwargs(transactional_id,
+                                                        transaction_timeout_ms))

@@ -16,13 +16,15 @@ from ..kafka.internals import stop_client, wait_on_metadata
 from ..processor.global_task import GlobalStoreFeeder
 from ..processor.task import InboundRecord, TaskConfig
 from ..state.stores import StoreInitContext
+from .guarantee import ProcessingGuarantee
 
 log = logging.getLogger(__name__)
 
 
 class GlobalStores:
     def __init__(self, topology: Any, config: TaskConfig, client_kwargs: dict[str, Any],
-                 eos: bool, app_dir: Path, clock: Callable[[], int]) -> None:
+                 guarantee: ProcessingGuarantee, app_dir: Path,
+                 clock: Callable[[], int]) -> None:
         directory = app_dir / "global"
         # No global checkpoint yet: rebuild from the topics (which are the changelogs).
         shutil.rmtree(directory, ignore_errors=True)
@@ -33,7 +35,7 @@ class GlobalStores:
         self.consumer = AIOKafkaConsumer(
             **client_kwargs, group_id=None, enable_auto_commit=False,
             auto_offset_reset="earliest",
-            isolation_level="read_committed" if eos else "read_uncommitted")
+            isolation_level=guarantee.isolation_level)
 
     async def bootstrap(self) -> None:
         consumer = self.consumer

@@ -30,6 +30,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from ..kafka.internals import fetch_position, high_watermarks, stop_client
 from ..processor.api import TaskId
+from .guarantee import ProcessingGuarantee
 from .restore import ChangelogState
 
 log = logging.getLogger(__name__)
@@ -54,10 +55,10 @@ class _Changelog:
 
 
 class StateUpdater:
-    def __init__(self, client_kwargs: dict[str, Any], eos: bool, restore_listener: Any = None,
-                 standby_listener: Any = None) -> None:
+    def __init__(self, client_kwargs: dict[str, Any], guarantee: ProcessingGuarantee,
+                 restore_listener: Any = None, standby_listener: Any = None) -> None:
         self.client_kwargs = client_kwargs
-        self.eos = eos
+        self.guarantee = guarantee
         self.restore_listener = restore_listener
         self.standby_listener = standby_listener
         self._changelogs: dict[TopicPartition, _Changelog] = {}
@@ -176,7 +177,7 @@ class StateUpdater:
             self._consumer = AIOKafkaConsumer(
                 **self.client_kwargs, group_id=None, enable_auto_commit=False,
                 auto_offset_reset="earliest",
-                isolation_level="read_committed" if self.eos else "read_uncommitted")
+                isolation_level=self.guarantee.isolation_level)
             await self._consumer.start()
             while True:
                 if not self._changelogs:
@@ -204,7 +205,7 @@ class StateUpdater:
         assert self._consumer is not None
         # Under exactly-once: up to the high watermark, read_committed (see high_watermarks:
         # the LSO could stop before a previous owner's transaction that commits later).
-        ends = (await high_watermarks(self._consumer, new) if self.eos
+        ends = (await high_watermarks(self._consumer, new) if self.guarantee.exactly_once
                 else await self._consumer.end_offsets(new))
         beginnings = await self._consumer.beginning_offsets(new)
         for tp in new:
@@ -346,7 +347,7 @@ class StateUpdater:
         if consumer is None:
             return None
         try:
-            return consumer.last_stable_offset(tp) if self.eos else consumer.highwater(tp)
+            return self.guarantee.end_offset(consumer, tp)
         except Exception:  # not assigned (any more)
             return None
 

@@ -106,7 +106,8 @@ class StreamThread:
         self.task_config = self.config.task_config()
         self.task_config.store_wrapper = store_wrapper(host.metrics_registry)  # DEBUG: Metered
         self.app_id = self.config.application_id
-        self.eos = self.config.eos
+        self.guarantee = self.config.guarantee
+        self.eos = self.guarantee.exactly_once  # the commit is a transaction
         self.state_dir = StateDirectory(self.config.app_state_dir)
         self.lock = asyncio.Lock()
         self.layout: TopicLayout | None = None
@@ -157,7 +158,8 @@ class StreamThread:
             if self.topology.global_stores:
                 self.globals = GlobalStores(self.topology, self.task_config,
                                             self.config.client_kwargs("global.consumer"),
-                                            self.eos, self.config.app_state_dir, wall_clock_ms)
+                                            self.guarantee, self.config.app_state_dir,
+                                            wall_clock_ms)
                 await self.globals.bootstrap()
             failures, began = 0, time.monotonic()
             while not stop.is_set():
@@ -197,7 +199,7 @@ class StreamThread:
         assert layout is not None
         self.generations += 1
         producer = build_producer(
-            self.config.client_kwargs("producer"), self.eos,
+            self.config.client_kwargs("producer"), self.guarantee,
             f"{self.app_id}-{self.state_dir.process_id}-0",
             self.config.max_batch_size, self.config.transaction_timeout_ms)
         holder: list[Committer] = []
@@ -214,7 +216,7 @@ class StreamThread:
             **self.config.client_kwargs("main.consumer"), group_id=self.app_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
-            isolation_level="read_committed" if self.eos else "read_uncommitted",
+            isolation_level=self.guarantee.isolation_level,
             partition_assignment_strategy=(assignor,),
             max_poll_records=self.config.max_poll_records,
             fetch_max_wait_ms=self.config.fetch_max_wait_ms,
@@ -223,11 +225,11 @@ class StreamThread:
             heartbeat_interval_ms=self.config.heartbeat_interval_ms,
             max_poll_interval_ms=self.config.max_poll_interval_ms,
             metadata_max_age_ms=self.config.metadata_max_age_ms)
-        updater = StateUpdater(self.config.client_kwargs("restore.consumer"), self.eos,
+        updater = StateUpdater(self.config.client_kwargs("restore.consumer"), self.guarantee,
                                self.host.restore_listener, self.host.standby_listener)
         tasks = TaskManager(self.topology, layout, self.task_config, collector, updater,
                             self.globals.stores if self.globals else None, wall_clock_ms)
-        committer = Committer(self.app_id, self.eos, tasks, consumer, producer, collector,
+        committer = Committer(self.app_id, self.guarantee, tasks, consumer, producer, collector,
                               set(layout.repartition_topics),
                               self.config.repartition_purge_interval_ms, self.admin)
         holder.append(committer)
@@ -486,7 +488,7 @@ class StreamThread:
     def _lagging(self, gen: ClientGeneration, tp: tuple[str, int]) -> bool:
         consumer = gen.consumer
         key = TopicPartition(*tp)
-        end = consumer.last_stable_offset(key) if self.eos else consumer.highwater(key)
+        end = self.guarantee.end_offset(consumer, key)
         position = fetch_position(consumer, key)
         return end is None or position is None or position < end
 

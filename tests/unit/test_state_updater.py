@@ -10,6 +10,7 @@ from aiokafka import AIOKafkaProducer
 from helpers import create_topics
 
 from streams.processor.api import TaskId
+from streams.runtime.guarantee import AT_LEAST_ONCE, EXACTLY_ONCE_V2
 from streams.runtime.restore import ChangelogState
 from streams.runtime.state_updater import StateUpdater
 
@@ -74,7 +75,7 @@ def test_restores_in_the_background_and_forgets_removed_tasks(broker) -> None:
                 if getattr(tp, "partition", None) == 0:
                     seen.append((last, updater.progress(TaskId(0, 0))))
 
-        updater = StateUpdater({"bootstrap_servers": broker.bootstrap}, eos=False,
+        updater = StateUpdater({"bootstrap_servers": broker.bootstrap}, AT_LEAST_ONCE,
                                restore_listener=Progress())
         kept, revoked, resumed = RecordingStore(), RecordingStore(), RecordingStore()
         try:
@@ -129,7 +130,7 @@ def test_restores_in_the_background_and_forgets_removed_tasks(broker) -> None:
 
 def test_a_task_without_logged_stores_is_restored_at_once(broker) -> None:
     async def run() -> None:
-        updater = StateUpdater({"bootstrap_servers": broker.bootstrap}, eos=True)
+        updater = StateUpdater({"bootstrap_servers": broker.bootstrap}, EXACTLY_ONCE_V2)
         try:
             updater.add(TaskId(2, 0), ChangelogState())
             assert updater.drain_restored() == [TaskId(2, 0)]
