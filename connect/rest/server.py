@@ -131,6 +131,7 @@ class RestApi:
         r.add_patch("/connectors/{name}/config", self.patch_config)
         r.add_get("/connectors/{name}/status", self.status)
         r.add_get("/connectors/{name}/tasks", self.tasks)
+        r.add_post("/connectors/{name}/tasks", self.put_task_configs)
         r.add_get("/connectors/{name}/tasks-config", self.tasks_config)
         r.add_get("/connectors/{name}/tasks/{task}/status", self.task_status)
         r.add_post("/connectors/{name}/tasks/{task}/restart", self.restart_task)
@@ -251,6 +252,22 @@ class RestApi:
         if verify is not None:
             verify(await request.read(), request.headers)
         await herder.fence_zombies(request.match_info["name"])
+        return web.Response(status=204)
+
+    async def put_task_configs(self, request: web.Request) -> web.Response:
+        """Internal: task configs a worker's connector generated, for the leader to write
+        (Kafka's ``POST /connectors/{name}/tasks``), signed under connect.protocol=sessioned."""
+        herder = self.herder
+        write = getattr(herder, "put_task_configs", None)
+        if write is None:
+            raise HerderError("HTTP 405 Method Not Allowed", 405)
+        raw = await request.read()
+        herder.verify_internal(raw, request.headers)
+        try:
+            configs = json.loads(raw) if raw.strip() else None
+        except ValueError as exc:
+            raise BadRequest(f"Invalid JSON in request body: {exc}") from None
+        await write(request.match_info["name"], configs)
         return web.Response(status=204)
 
     async def task_status(self, request: web.Request) -> web.Response:

@@ -22,16 +22,22 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer
+from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
+from aiokafka.structs import TopicPartition
 
 from connect.rest.server import NotLeader
 from connect.runtime import assignment, clients, session_key
 from connect.runtime.config import WorkerConfig
+from connect.runtime.config_writer import (
+    FencedConfigWriter,
+    PrivilegedWriteError,
+    forward_task_configs,
+)
 from connect.runtime.exactly_once import ZombieFencing, request_fencing
 from connect.runtime.herder import BadRequest, Herder, HerderError
 from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
@@ -100,7 +106,24 @@ class EagerAssignor(AbstractPartitionAssignor):
 
     def on_assignment(self, assignment: ConsumerProtocolMemberAssignment) -> None:  # type: ignore[override]
         data = json.loads(assignment.user_data or b"{}")
+        self.herder.protocol = self.name
         self.herder.assignment_received(data, sessioned=self.signs)
+
+
+class _BeforeJoin(ConsumerRebalanceListener):
+    """Runs before every (re)join of the worker group. Under the eager protocol the worker
+    first stops everything it runs, as Kafka's WorkerCoordinator revokes the whole assignment
+    in onJoinPrepare; the cooperative protocols revoke only what the leader says."""
+
+    def __init__(self, herder: DistributedHerder) -> None:
+        self.herder = herder
+
+    async def on_partitions_revoked(self, revoked: Any) -> None:
+        if self.herder.protocol == EagerAssignor.name:
+            await self.herder.revoke_everything()
+
+    async def on_partitions_assigned(self, assigned: Any) -> None:
+        pass
 
 
 class CooperativeAssignor(EagerAssignor):
@@ -185,8 +208,15 @@ class DistributedHerder(Herder):
         self._pending_tasks: dict[str, dict[int, dict[str, str]]] = {}
         self._pending_targets: dict[str, TargetState] = {}
         self._caught_up = False
+        # KIP-618: with exactly-once source support the config topic is read committed and the
+        # leader writes it transactionally, so a zombie leader's writes never count.
         self.config_log = KafkaLog(config, config.config_storage_topic or "",
-                                   self._apply_config_records)
+                                   self._apply_config_records,
+                                   "read_committed" if config.exactly_once_source_enabled
+                                   else "read_uncommitted")
+        self.config_writer: FencedConfigWriter | None = FencedConfigWriter(
+            config, config.config_storage_topic or "") \
+            if config.exactly_once_source_support in ("preparing", "enabled") else None
         self.status_log = KafkaLog(config, config.status_storage_topic or "",
                                    self._apply_status_records)
         self.member: AIOKafkaConsumer | None = None
@@ -196,6 +226,7 @@ class DistributedHerder(Herder):
         self._status_sends: set[asyncio.Task] = set()
         self._rejoin_after_reconcile = False
         self.sessioned = False  # the group's protocol is sessioned (KIP-507)
+        self.protocol: str | None = None  # the protocol of the group's last assignment
         self.session_key: session_key.SessionKey | None = None
         self._key_timer: asyncio.TimerHandle | None = None
         self._key_written = False  # a new key is on its way to the config topic
@@ -224,13 +255,14 @@ class DistributedHerder(Herder):
         self._caught_up = True
         self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_loop())
         self.member = AIOKafkaConsumer(
-            cfg.config_storage_topic, **clients.base_kwargs(cfg), group_id=cfg.group_id,
+            **clients.base_kwargs(cfg), group_id=cfg.group_id,
             enable_auto_commit=False, partition_assignment_strategy=tuple(
                 cls(self) for cls in PROTOCOLS[cfg.connect_protocol]),
             session_timeout_ms=cfg.session_timeout_ms,
             heartbeat_interval_ms=cfg.heartbeat_interval_ms,
             rebalance_timeout_ms=cfg.rebalance_timeout_ms, max_poll_interval_ms=2**31 - 1,
             client_id=f"connect-{self.worker_id}")
+        self.member.subscribe([cfg.config_storage_topic or ""], listener=_BeforeJoin(self))
         await self.member.start()
         self._member_task = asyncio.get_running_loop().create_task(self._member_loop())
 
@@ -250,6 +282,8 @@ class DistributedHerder(Herder):
             await asyncio.wait(set(self._status_sends), timeout=5)
         if self.member is not None:
             await self.member.stop()  # leave the group
+        if self.config_writer is not None:
+            await self.config_writer.relinquish()
         await self.config_log.stop()
         await self.status_log.stop()
 
@@ -278,6 +312,11 @@ class DistributedHerder(Herder):
         self._generation = generation
         self.leader_url = data.get("leader_url")
         self.sessioned = sessioned
+        if self.config_writer is not None:
+            # As Kafka's leader after each rebalance: claim the config topic (fencing an older
+            # leader's producer); a worker that is no longer leader gives its claim up.
+            self._spawn(self.config_writer.claim() if self.is_leader
+                        else self.config_writer.relinquish())
         self._check_key_rotation()
         self.my_connectors = set(data.get("connectors", []))
         self.my_tasks = {TaskId(c, int(t)) for c, t in data.get("tasks", [])}
@@ -305,6 +344,19 @@ class DistributedHerder(Herder):
             return set(), set()
         return (self.my_connectors | set(self.worker.connectors),
                 self.my_tasks | set(self.worker.tasks))
+
+    async def revoke_everything(self) -> None:
+        """Eager protocol, before rejoining: stop every task and connector of this worker
+        (their offsets are committed as they stop; their statuses become UNASSIGNED)."""
+        async with self._lock:
+            tasks, connectors = list(self.worker.tasks), list(self.worker.connectors)
+            if tasks or connectors:
+                log.info("eager rebalance: stopping %d tasks and %d connectors before rejoining",
+                         len(tasks), len(connectors))
+            await self.worker.stop_tasks(tasks)
+            for name in connectors:
+                await self.worker.stop_connector(name)
+            self.my_connectors, self.my_tasks = set(), set()
 
     def schedule_rebalance(self, delay_s: float) -> None:
         """Leader: rebalance again once lost work may move (scheduled.rebalance.max.delay.ms)."""
@@ -415,25 +467,71 @@ class DistributedHerder(Herder):
             if name in self.configs:
                 self._spawn(self._handle_restart(name, value))
 
+    async def _write_privileged(self, records: list[tuple[str, Any]]) -> None:
+        """The leader's writes (Kafka's sendPrivileged): one transaction of the fenceable
+        producer under exactly-once source support, else plain sends; read back either way."""
+        if self.config_writer is None:
+            for key, value in records[:-1]:
+                await self.config_log.send(key, value, wait=False)
+            key, value = records[-1]
+            await self.config_log.send(key, value)
+            return
+        try:
+            if not self.config_writer.claimed:
+                await self.ensure_leader()
+                await self.config_writer.claim()
+            meta = await self.config_writer.send(records)
+        except PrivilegedWriteError as exc:
+            log.warning("Failed to write to config topic as leader; will rejoin group if "
+                        "necessary and, if still leader, attempt to reclaim write privileges "
+                        "for the config topic: %s", exc)
+            if self.member is not None:
+                request_rejoin(self.member)
+            raise HerderError("Failed to write to config topic; this may be due to a transient "
+                              "error and the request can be safely retried") from None
+        await self.config_log.wait_for(TopicPartition(meta.topic, meta.partition),
+                                       meta.offset + 1)
+
     async def _store_config(self, name: str, config: dict[str, str] | None,
                             target: TargetState | None = None) -> None:
         if config is None:
-            await self.config_log.send(f"connector-{name}", None)
+            await self._write_privileged([(f"connector-{name}", None)])
             return
         if target is not None:  # first, so the connector never starts in the wrong state
             await self.config_log.send(f"target-state-{name}", {"state": target.value},
                                        wait=False)
-        await self.config_log.send(f"connector-{name}", {"properties": config})
+        await self._write_privileged([(f"connector-{name}", {"properties": config})])
 
     async def _store_target(self, name: str, target: TargetState) -> None:
+        # Not privileged, as Kafka's putTargetState (any worker may pause or resume).
         await self.config_log.send(f"target-state-{name}", {"state": target.value})
         if target is TargetState.STOPPED:
             await self._store_task_configs(name, [])
 
     async def _store_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        for i, cfg in enumerate(configs):
-            await self.config_log.send(f"task-{name}-{i}", {"properties": cfg}, wait=False)
-        await self.config_log.send(f"commit-{name}", {"tasks": len(configs)})
+        """Task configs come from the worker running the connector. Under exactly-once source
+        support only the leader may write them (fenceably): another worker forwards them to
+        the leader, signed (Kafka's internal ``POST /connectors/{name}/tasks``)."""
+        if self.config_writer is not None and not self.is_leader:
+            await forward_task_configs(lambda: self.leader_url, name, configs,
+                                       headers=self._signature)
+            return
+        await self._write_privileged(
+            [(f"task-{name}-{i}", {"properties": cfg}) for i, cfg in enumerate(configs)]
+            + [(f"commit-{name}", {"tasks": len(configs)})])
+
+    async def put_task_configs(self, name: str, configs: Any) -> None:
+        """Internal: a worker hands the leader the task configs its connector generated."""
+        self._require(name)
+        if not isinstance(configs, list) or not all(isinstance(c, dict) for c in configs):
+            raise BadRequest("Task configs must be a JSON array of objects")
+        await self.ensure_leader()
+        if configs and self.targets.get(name) is TargetState.STOPPED:
+            raise BadRequest(f"Cannot submit non-empty set of task configs for stopped "
+                             f"connector {name}")
+        await self._write_privileged(
+            [(f"task-{name}-{i}", {"properties": {str(k): str(v) for k, v in cfg.items()}})
+             for i, cfg in enumerate(configs)] + [(f"commit-{name}", {"tasks": len(configs)})])
 
     # -- zombie fencing (KIP-618) --------------------------------------------------------------
     async def fence_zombies(self, name: str) -> None:
@@ -442,7 +540,8 @@ class DistributedHerder(Herder):
         if self.connector_type(name) != "source":
             raise BadRequest(f"Connector {name} is not a source connector")
         await self.fencing.fence(name, len(self.task_configs.get(name, [])),
-                                 self.config_log.read_to_end, self.config_log.send,
+                                 self.config_log.read_to_end,
+                                 lambda key, value: self._write_privileged([(key, value)]),
                                  self.worker._resolve(self.configs.get(name, {})))
 
     def _task_current(self, tid: TaskId) -> bool:
@@ -497,7 +596,7 @@ class DistributedHerder(Herder):
 
     async def _write_session_key(self, key: session_key.SessionKey) -> None:
         try:
-            await self.config_log.send(session_key.CONFIG_KEY, key.to_record())
+            await self._write_privileged([(session_key.CONFIG_KEY, key.to_record())])
         except Exception:
             self._key_written = False  # the next assignment or expiry check tries again
             raise
@@ -520,8 +619,8 @@ class DistributedHerder(Herder):
 
     # -- restarts go through the config topic so the owning worker acts ------------------------
     async def _request_restart(self, name: str, connector: bool, tasks: list[TaskId]) -> None:
-        await self.config_log.send(f"restart-connector-{name}", {
-            "connector": connector, "tasks": [t.task for t in tasks]})
+        await self._write_privileged([(f"restart-connector-{name}", {
+            "connector": connector, "tasks": [t.task for t in tasks]})])
 
     async def _restart_task(self, tid: TaskId) -> None:
         await self._request_restart(tid.connector, False, [tid])

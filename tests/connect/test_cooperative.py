@@ -119,3 +119,32 @@ def test_a_joining_worker_takes_only_its_share_and_a_dead_ones_tasks_wait(
     assert 0 < len(moved) <= math.ceil(TASKS / 4) + 1, result
     assert touched == moved, result  # no task that stayed was stopped or restarted
     assert result["held_after_kill"] == result["dead_workers_tasks"], result
+
+
+def test_eager_workers_stop_everything_before_a_rebalance(tmp_path: Path, broker) -> None:
+    """connect.protocol=eager, as Kafka's: before rejoining, every worker stops all it runs, so
+    a fourth worker joining restarts all twelve tasks (the cooperative protocols: only the
+    moved ones, test above)."""
+    workers = [start(tmp_path, broker.bootstrap, n, "eager") for n in ("a", "b", "c")]
+    try:
+        urls = [w.url for w in workers]
+        code, _ = http("PUT", f"{urls[0]}/connectors/coop/config", {
+            "connector.class": "stuck_plugins.SlowStopSourceConnector", "stop.seconds": "0",
+            "tasks.max": str(TASKS)})
+        assert code == 201
+        wait_until(lambda: spread(urls) == {u.removeprefix("http://"): 4 for u in urls}, 90,
+                   message="12 tasks over 3 workers")
+        mark = ends(status_records(broker.bootstrap))
+        workers.append(start(tmp_path, broker.bootstrap, "d", "eager"))
+        urls.append(workers[3].url)
+        wait_until(lambda: spread(urls) == {u.removeprefix("http://"): 3 for u in urls}, 90,
+                   message="12 tasks over 4 workers")
+        unassigned = {int(key.rpartition("-")[2]) for (part, offset), key, value in
+                      status_records(broker.bootstrap)
+                      if offset > mark.get(part, -1) and value["state"] == "UNASSIGNED"}
+        assert unassigned == set(range(TASKS))
+        assert all("eager rebalance: stopping" in (tmp_path / f"{n}.log").read_text()
+                   for n in ("a", "b", "c"))
+    finally:
+        for worker in workers:
+            worker.kill()
