@@ -331,10 +331,21 @@ async def group_page(request: web.Request) -> web.Response:
                         request.app[SETTINGS]["csrf"], "Dry run",
                         f'<select name="scenario">{options}</select> '
                         '<input name="value" placeholder="offset, shift or epoch ms"> ')
+    delete = h.post_form(f"/groups/{h.quote(group_id, safe='')}/delete",
+                         request.app[SETTINGS]["csrf"], "Delete group")
     return _html(request, f"Group {group_id}",
                  summary + h.lag_chart(g["lag_history"]) + "<h2>Members</h2>" + members
                  + "<h2>Offsets</h2>" + parts + "<h2>Reset offsets (empty group only)</h2>"
-                 + reset, refresh=5)
+                 + reset + "<h2>Danger</h2>" + delete
+                 + " <small>(an empty group only: its committed offsets go with it)</small>",
+                 refresh=5)
+
+
+async def delete_group(request: web.Request) -> web.Response:
+    group_id = request.match_info["group"]
+    return await _confirm_or(request, f"Delete group {group_id} and its committed offsets",
+                             lambda: request.app[CLUSTER].delete_group(group_id),
+                             f"Deleted group {group_id}.", "/groups")
 
 
 def _seconds(value: float | None) -> str:
@@ -579,6 +590,7 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     r.add_post("/topics/{name}/produce", produce_message)
     r.add_post("/topics/{name}/config", alter_topic)
     r.add_post("/groups/{group}/reset", reset_group)
+    r.add_post("/groups/{group}/delete", delete_group)
     r.add_post("/connectors/{name}/config", connector_config)
     r.add_post("/connectors/{name}/{action}", connector_action)
     return app

@@ -419,6 +419,12 @@ def test_group_reset_shows_a_dry_run_then_commits(system: dict[str, Any], page: 
     assert "Reset the offsets" in page.locator("#outcome").inner_text()
     visit(page, console.url + "/groups/rewind")
     assert page.locator("#total-lag").inner_text() == "5"
+    page.get_by_role("button", name="Delete group").click()
+    confirm(page)
+    assert "Deleted group rewind" in page.locator("#outcome").inner_text()
+    visit(page, console.url + "/groups")
+    assert page.locator("#groups tbody tr", has_text="rewind").count() == 0
+    assert page.locator("#groups tbody tr", has_text="billing").count() == 1
 
 
 def test_connector_pages_and_actions(system: dict[str, Any], page: Any) -> None:
@@ -472,13 +478,16 @@ def test_read_only_console_refuses_every_write(system: dict[str, Any], page: Any
     for path, button in (("/topics/orders", "Delete topic"),
                          ("/connectors/file-source", "Pause"),
                          ("/topics/lines/messages", "Produce"),
-                         ("/groups/billing", "Dry run")):
+                         ("/groups/billing", "Dry run"),
+                         ("/groups/billing", "Delete group")):
         page.goto(console.url + path)
         page.get_by_role("button", name=button).click()
         assert "--read-only" in page.locator(".error").inner_text()
     page.goto(console.url + "/topics")
     assert page.locator("#topics tbody tr", has_text="not-allowed").count() == 0
     assert page.locator("#topics tbody tr", has_text="orders").count() == 1
+    page.goto(console.url + "/groups")
+    assert page.locator("#groups tbody tr", has_text="billing").count() == 1
 
 
 def test_writes_without_the_csrf_token_are_refused(system: dict[str, Any]) -> None:
