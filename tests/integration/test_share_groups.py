@@ -269,9 +269,9 @@ def test_hostile_share_requests_get_kafkas_error_codes(tmp_path: Path) -> None:
             joined = c.send(76, 1, {"group_id": "sg", "member_id": "m1", "member_epoch": 0,
                                     "subscribed_topic_names": ["q"]})
             assert joined is not None and joined["error_code"] == "none"
-            for _ in range(5):
+            for _ in range(5):  # one batch each: a fetch acquires whole batches, as Kafka
                 producer.produce("q", b"x", partition=0)
-            producer.flush()
+                producer.flush()
 
             def fetch(group: str, epoch: int, acks: list[dict[str, Any]] | None = None
                       ) -> dict[str, Any]:

@@ -60,7 +60,9 @@ class ShareSession:
     """A member's share session: the partitions it fetches from and the epoch expected next."""
 
     next_epoch: int
-    partitions: set[TopicPartition] = field(default_factory=set)
+    # each partition with the topic id the client named it by: a topic deleted and created
+    # again under the same name is another topic, served only once the client asks for it
+    partitions: dict[TopicPartition, object] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -102,6 +104,7 @@ class ShareGroupProtocol(GroupProtocol):
         self.state = ShareStateStore(self.topics, SHARE_STATE_PARTITIONS)
         self.partitions: dict[ShareKey, SharePartition] = {}
         self.unsaved: set[ShareKey] = set()  # initialized, not yet in __share_group_state
+        self.topic_ids: dict[ShareKey, str | None] = {}  # the topic each partition is of
         self.configs = coordinator.configs
 
     def config_for(self, group_id: str) -> ShareConfig:
@@ -282,11 +285,17 @@ class ShareGroupProtocol(GroupProtocol):
         where the group's share.auto.offset.reset says (latest, Kafka's default) when it never
         had a start offset. Its settings follow the group's configs."""
         key = ShareKey(group_id, topic, partition)
-        part = self.partitions.get(key)
         plog = self.topics.partition(topic, partition)
+        topic_id = self._topic_id(topic)
+        part = self.partitions.get(key)
+        if part is not None and self.topic_ids.get(key) != topic_id:
+            part = None  # the topic was deleted and created again: a new share-partition
         config = self.config_for(group_id)
         if part is None:
+            self.topic_ids[key] = topic_id
             snap = self.state.get(key)
+            if snap is not None and snap.topic_id not in (None, topic_id):
+                snap = None
             if snap is None or snap.start_offset == UNINITIALIZED:
                 part = SharePartition(self._reset_offset(group_id, plog), config)
                 self.unsaved.add(key)  # the start offset must survive a restart
@@ -297,6 +306,10 @@ class ShareGroupProtocol(GroupProtocol):
         if part.start_offset < plog.log_start_offset:  # retention deleted the start
             part.reset_start_offset(plog.log_start_offset)
         return part
+
+    def _topic_id(self, topic: str) -> str | None:
+        found = self.topics.topics.get(topic)
+        return None if found is None else str(found.topic_id)
 
     def _reset_offset(self, group_id: str, plog: PartitionLog) -> int:
         """share.auto.offset.reset: earliest, latest or by_duration:<ISO-8601 duration>."""
@@ -315,7 +328,7 @@ class ShareGroupProtocol(GroupProtocol):
         for key in sorted(keys, key=lambda k: (k.group_id, k.topic, k.partition)):
             part = self.partitions.get(key)
             if part is not None:
-                await self.state.save(key, part)
+                await self.state.save(key, part, self.topic_ids.get(key))
             elif self.state.get(key) is None:
                 await self.state.save_snapshot(key, ShareSnapshot(UNINITIALIZED, ()))
 
@@ -360,8 +373,9 @@ class ShareGroupProtocol(GroupProtocol):
             return
         part = SharePartition(offset, self.config_for(key.group_id))
         self.partitions[key] = part
+        self.topic_ids[key] = self._topic_id(key.topic)
         self.unsaved.discard(key)
-        await self.state.save(key, part)
+        await self.state.save(key, part, self.topic_ids[key])
 
     async def delete_state(self, keys: list[ShareKey]) -> None:
         """Forget share-partitions (DeleteShareGroupOffsets): the next fetch starts over."""

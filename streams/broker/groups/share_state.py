@@ -60,13 +60,17 @@ class ShareSnapshot:
 
     start_offset: int
     batches: tuple[StateBatch, ...]
+    topic_id: str | None = None  # the topic's id: a re-created topic starts afresh
 
     def encode(self) -> bytes:
-        return json.dumps({
+        doc: dict[str, object] = {
             "start": self.start_offset,
             "batches": [[b.first_offset, b.last_offset, int(b.state), b.delivery_count]
                         for b in self.batches],
-        }).encode()
+        }
+        if self.topic_id is not None:
+            doc["tid"] = self.topic_id
+        return json.dumps(doc).encode()
 
     @classmethod
     def decode(cls, data: bytes) -> ShareSnapshot:
@@ -75,7 +79,8 @@ class ShareSnapshot:
             StateBatch(int(f), int(last), RecordState(int(s)), int(c))
             for f, last, s, c in doc["batches"]
         )
-        return cls(int(doc["start"]), batches)
+        tid = doc.get("tid")
+        return cls(int(doc["start"]), batches, None if tid is None else str(tid))
 
 
 class ShareStateStore:
@@ -117,10 +122,11 @@ class ShareStateStore:
 
     # -- writes --------------------------------------------------------------------------------
 
-    async def save(self, key: ShareKey, part: SharePartition) -> None:
+    async def save(self, key: ShareKey, part: SharePartition, topic_id: str | None = None
+                   ) -> None:
         """Persist the share-partition and return once it is on disk."""
         start, batches = part.snapshot()
-        await self.save_snapshot(key, ShareSnapshot(start, tuple(batches)))
+        await self.save_snapshot(key, ShareSnapshot(start, tuple(batches), topic_id))
 
     async def save_snapshot(self, key: ShareKey, snap: ShareSnapshot) -> None:
         """Persist one snapshot (unchanged ones cost nothing)."""

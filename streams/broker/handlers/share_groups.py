@@ -239,7 +239,7 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
         for p in topic.partitions:
             tp = (name, p.partition_index)
             if not final:
-                session.partitions.add(tp)
+                session.partitions[tp] = topic.topic_id
             entry = entries[tp] = _partition_entry(p.partition_index)
             if not broker.security.allowed(ctx, READ, TOPIC, name):
                 entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
@@ -252,7 +252,7 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
     for forgotten in request.forgotten_topics_data:
         name = _topic_name(broker, forgotten.topic_id)
         for index in forgotten.partitions:
-            session.partitions.discard((name or "", index))
+            session.partitions.pop((name or "", index), None)
     if final:
         protocol.release(group_id, member_id)
         touched |= {tp for tp in session.partitions}
@@ -263,8 +263,10 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
     await protocol.persist(group_id, touched)
     responses: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for (name, _index), entry in sorted(entries.items()):
-        responses.setdefault(ids.get(name) or broker.topics.topics[name].topic_id,
-                             []).append(entry)
+        known = broker.topics.topics.get(name)
+        topic_id = ids.get(name) or (known.topic_id if known is not None else None)
+        if topic_id is not None:
+            responses.setdefault(topic_id, []).append(entry)
     return {**top, "error_code": 0, "node_endpoints": _endpoints(broker, ctx),
             "responses": [{"topic_id": tid, "partitions": parts}
                           for tid, parts in responses.items()] + unknown}
@@ -302,12 +304,19 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
             name, index = tp
             if not broker.security.allowed(ctx, READ, TOPIC, name):
                 continue
+            known = broker.topics.topics.get(name)
+            if known is None or known.topic_id != session.partitions[tp]:
+                session.partitions.pop(tp, None)  # deleted (and maybe created again) meanwhile
+                if tp in entries:
+                    entries[tp]["error_code"] = UNKNOWN_TOPIC_ID
+                continue
             try:
                 plog = broker.topics.partition(name, index)
                 part = protocol.share_partition(group_id, name, index)
             except TopicError as exc:
-                entry = entries.setdefault(tp, _partition_entry(index))
-                entry["error_code"] = exc.code
+                session.partitions.pop(tp, None)
+                if tp in entries:
+                    entries[tp]["error_code"] = exc.code
                 continue
             logs.append(plog)
             # share.isolation.level=read_committed: only up to the last stable offset, and
@@ -319,7 +328,7 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
                 continue
             got += len(acquired)
             entry = entries.setdefault(tp, _partition_entry(index))
-            ids.setdefault(name, broker.topics.topics[name].topic_id)
+            ids.setdefault(name, known.topic_id)
             entry["records"] = _read_batches(plog, acquired)
             entry["acquired_records"] = _ranges(acquired)
         remaining = deadline - loop.time()
@@ -344,25 +353,30 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
 
 def _acquire(part: SharePartition, plog: PartitionLog, member_id: str, upper: int,
              now_ms: int, budget: int, committed_only: bool) -> list[AcquiredRecord]:
-    """Acquire up to ``budget`` records below ``upper``, never past the offsets checked for
-    markers and aborted records: window by window while windows turn out undeliverable."""
+    """Acquire about ``budget`` records below ``upper``: as Kafka, whole stored batches (a
+    batch larger than what is left of the budget is acquired whole, so max.poll.records caps a
+    fetch at batch boundaries), never past the offsets checked for markers and aborted records;
+    window by window while windows turn out undeliverable."""
     out: list[AcquiredRecord] = []
     while len(out) < budget:
         first = part.end_offset
         stop = min(upper, first + budget - len(out))
-        out += part.acquire(member_id, stop, now_ms, budget - len(out),
-                            undeliverable=_undeliverable(plog, first, stop, committed_only))
+        skip, batch_end = _undeliverable(plog, first, stop, committed_only)
+        end = max(stop, min(upper, batch_end))
+        out += part.acquire(member_id, end, now_ms, budget - len(out) + (end - stop),
+                            undeliverable=skip)
         if part.end_offset == first or part.end_offset >= upper:
             break
     return out
 
 
 def _undeliverable(plog: PartitionLog, start: int, stop: int, committed_only: bool
-                   ) -> set[int]:
-    """Offsets in [start, stop) a share consumer never gets: transaction markers, and under
-    read_committed the records of aborted transactions."""
+                   ) -> tuple[set[int], int]:
+    """Offsets from ``start`` a share consumer never gets (transaction markers, and under
+    read_committed the records of aborted transactions), in the stored batches that hold
+    [start, stop); and the end of the last of those batches."""
     aborted = [t for t in plog.producer_state.aborted
-               if t.last_offset >= start and t.first_offset < stop] if committed_only else []
+               if t.last_offset >= start] if committed_only else []
     out: set[int] = set()
     offset = start
     while offset < stop:
@@ -380,7 +394,7 @@ def _undeliverable(plog: PartitionLog, start: int, stop: int, committed_only: bo
         if advanced <= offset:
             break
         offset = advanced
-    return out
+    return out, offset
 
 
 def _read_batches(plog: PartitionLog, acquired: list[AcquiredRecord]) -> bytes:
