@@ -1,4 +1,5 @@
-"""The typed key-value store processors use: serdes, timestamps and change logging."""
+"""The typed key-value store processors use: serdes, timestamps and change logging; and
+``TypedBytesStore``, what every typed store over one bytes store shares (versioned.py too)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,51 @@ _TS = struct.Struct(">q")
 NO_TIMESTAMP = -1
 
 
-class KeyValueStore(CachingStore):
+class TypedBytesStore:
+    """A typed store over one bytes store: its name and serdes, key encoding, and the commit
+    lifecycle of the bytes store below (transactional: see rocksdb.py): ``flush`` starts a
+    commit, ``commit(offsets)`` writes its batch with the changelog offsets atomically."""
+
+    kind = "state store"  # how errors name it
+
+    def __init__(self, name: str, inner: BytesKeyValueStore, key_serde: Serde[Any],
+                 value_serde: Serde[Any]) -> None:
+        self.name = name
+        self.inner = inner
+        self.key_serde = key_serde
+        self.value_serde = value_serde
+
+    @property
+    def persistent(self) -> bool:
+        return self.inner.persistent
+
+    def _key(self, key: Any) -> bytes:
+        data = self.key_serde.serialize(self.name, key)
+        if data is None:
+            raise ValueError(f"{self.kind} {self.name}: keys cannot be None")
+        return data
+
+    def flush(self) -> None:
+        """The commit starts: hand what this interval wrote to the bytes store's commit."""
+        self.inner.prepare_commit()
+
+    def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
+        """The commit succeeded: the flushed writes and the changelog ``offsets`` reach the
+        database together."""
+        self.inner.commit(offsets)
+
+    def stored_offsets(self) -> dict[tuple[str, int], int]:
+        """The changelog offsets the database reflects (empty: none recorded)."""
+        return self.inner.stored_offsets()
+
+    def close(self) -> None:
+        self.inner.close()
+
+    def wipe(self) -> None:
+        self.inner.wipe()
+
+
+class KeyValueStore(CachingStore, TypedBytesStore):
     """Typed view over a bytes store, ordered by serialized key like Kafka's.
 
     With ``timestamped`` the stored value is ``[timestamp: 8 bytes][value]`` (Kafka's
@@ -38,24 +83,12 @@ class KeyValueStore(CachingStore):
         timestamped: bool = True,
         logger: ChangeLogger | None = None,
     ) -> None:
-        self.name = name
-        self.inner = with_change_logging(inner, logger, timestamped)
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+        super().__init__(name, with_change_logging(inner, logger, timestamped), key_serde,
+                         value_serde)
         self.timestamped = timestamped
         self._init_caching()
 
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
     # -- encoding -----------------------------------------------------------------------------
-
-    def _key(self, key: Any) -> bytes:
-        data = self.key_serde.serialize(self.name, key)
-        if data is None:
-            raise ValueError(f"state store {self.name}: keys cannot be None")
-        return data
 
     def _decode(self, stored: bytes | None) -> tuple[Any, int] | None:
         if stored is None:
@@ -180,21 +213,12 @@ class KeyValueStore(CachingStore):
         """The commit starts: write the cached changes (and forward them), then hand what
         this interval wrote to the bytes store's commit (see rocksdb.py)."""
         self.flush_cache()
-        self.inner.prepare_commit()
-
-    def commit(self, offsets: dict[tuple[str, int], int] | None = None) -> None:
-        """The commit succeeded: the flushed writes and the changelog ``offsets`` reach the
-        database together."""
-        self.inner.commit(offsets)
-
-    def stored_offsets(self) -> dict[tuple[str, int], int]:
-        """The changelog offsets the database reflects (empty: none recorded)."""
-        return self.inner.stored_offsets()
+        super().flush()
 
     def close(self) -> None:
         self._clear_cache()
-        self.inner.close()
+        super().close()
 
     def wipe(self) -> None:
         self._clear_cache()
-        self.inner.wipe()
+        super().wipe()

@@ -37,6 +37,7 @@ from typing import Any
 
 from ..serde import Serde
 from .api import BytesKeyValueStore, ChangeLogger
+from .kv import TypedBytesStore
 
 PUT_RETURN_CODE_VALID_TO_UNDEFINED = -1
 PUT_RETURN_CODE_NOT_PUT = -(2**63)
@@ -86,10 +87,14 @@ def decode_versions(data: bytes | None) -> list[Version]:
     return versions
 
 
-class VersionedKeyValueStore:
-    """Typed versioned store over a bytes store (RocksDB or memory); see the module docstring."""
+class VersionedKeyValueStore(TypedBytesStore):
+    """Typed versioned store over a bytes store (RocksDB or memory); see the module docstring.
+    Its commits are those of every typed store (TypedBytesStore): a commit interval's writes
+    reach RocksDB with the changelog offsets they correspond to, so a restart restores only
+    the changelog's tail."""
 
     versioned = True
+    kind = "versioned store"
 
     def __init__(self, name: str, inner: BytesKeyValueStore, key_serde: Serde[Any],
                  value_serde: Serde[Any], history_retention_ms: int, *,
@@ -97,27 +102,14 @@ class VersionedKeyValueStore:
         if history_retention_ms < 0:
             raise ValueError(f"versioned store {name!r}: history retention must be >= 0, got "
                              f"{history_retention_ms}")
-        self.name = name
-        self.inner = inner
-        self.key_serde = key_serde
-        self.value_serde = value_serde
+        super().__init__(name, inner, key_serde, value_serde)
         self.history_retention_ms = history_retention_ms
         self.logger = logger
         # As in Kafka, not persisted: after a restart with local state it starts over, and
         # a restore from the changelog advances it again.
         self.observed_stream_time = NO_TIMESTAMP
 
-    @property
-    def persistent(self) -> bool:
-        return self.inner.persistent
-
     # -- encoding -----------------------------------------------------------------------------
-
-    def _key(self, key: Any) -> bytes:
-        data = self.key_serde.serialize(self.name, key)
-        if data is None:
-            raise ValueError(f"versioned store {self.name}: keys cannot be None")
-        return data
 
     def _record(self, versions: list[Version], index: int) -> VersionedRecord | None:
         timestamp, raw = versions[index]
@@ -230,15 +222,9 @@ class VersionedKeyValueStore:
         """Replay one changelog record (a put) without logging it again."""
         self._apply(key, value, timestamp)
 
-    def flush(self) -> None:
-        self.inner.flush()
-
-    def close(self) -> None:
-        self.inner.close()
-
     def wipe(self) -> None:
         self.observed_stream_time = NO_TIMESTAMP
-        self.inner.wipe()
+        super().wipe()
 
 
 def build_versioned_store(builder: Any, ctx: Any) -> VersionedKeyValueStore:
