@@ -19,9 +19,11 @@ What it does:
 3. starts ``streams broker start`` on a free port, or with ``--kafka`` the reference Apache
    Kafka 4.4 (tests/reference/kafka.py), both with the broker settings the suite's own cluster
    uses (``TestUtils.broker_conf``: a 1 s share record lock, allowed by a 1 s minimum),
-4. runs ``pytest tests/integration/<dir>`` for each directory with ``BROKERS`` pointing at it
+4. starts our schema registry (``streams registry start``) on that broker for the tests that
+   need one (``SR_URL``),
+5. runs ``pytest tests/integration/<dir>`` for each directory with ``BROKERS`` pointing at it
    (the suite's "bring your own cluster" fixture), prints pytest's summary per directory and the
-   totals, and stops the broker whatever happens.
+   totals, and stops the registry and the broker whatever happens.
 
 The full pytest output goes to ``.cache/confluent-suite/<broker>-<dir>.log``.
 """
@@ -123,13 +125,32 @@ def our_broker(python: str, workdir: Path) -> Iterator[str]:
             log(f"our broker pid {proc.pid} on 127.0.0.1:{port} (log {broker_log})")
             yield f"127.0.0.1:{port}"
         finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(20)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait(10)
+            _stop(proc)
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(10)
+
+
+@contextmanager
+def our_registry(python: str, workdir: Path, bootstrap: str) -> Iterator[str]:
+    port = free_port()
+    with (workdir / "registry.log").open("wb") as out:
+        proc = subprocess.Popen(
+            [python, "-m", "streams.cli.main", "registry", "start", "--port", str(port),
+             "--bootstrap-servers", bootstrap], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
+            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+        try:
+            wait_accepting(port, 30)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            _stop(proc)
 
 
 @contextmanager
@@ -146,11 +167,11 @@ def reference_kafka(workdir: Path) -> Iterator[str]:
         node.stop()
 
 
-def run_dir(python: str, suite: Path, bootstrap: str, name: str, label: str,
+def run_dir(python: str, suite: Path, bootstrap: str, registry: str, name: str, label: str,
             extra: list[str]) -> str:
     CACHE.mkdir(parents=True, exist_ok=True)
     out_path = CACHE / f"{label}-{name}.log"
-    env = dict(os.environ, BROKERS=bootstrap,
+    env = dict(os.environ, BROKERS=bootstrap, SR_URL=registry,
                PYTHONPATH=os.pathsep.join([str(suite), str(DEPS)]))
     cmd = [python, "-m", "pytest", "-p", "no:cacheprovider", "--timeout", "600", "-q", "-rfE",
            f"tests/integration/{name}", *extra]
@@ -198,9 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         workdir = Path(tmp)
         suite = copy_suite(Path(args.source), workdir)
         broker = reference_kafka(workdir) if args.kafka else our_broker(python, workdir)
-        with broker as bootstrap:
+        with broker as bootstrap, our_registry(python, workdir, bootstrap) as registry:
             for name in [d.strip() for d in args.dirs.split(",") if d.strip()]:
-                summaries.append(run_dir(python, suite, bootstrap, name, label,
+                summaries.append(run_dir(python, suite, bootstrap, registry, name, label,
                                          args.pytest_args))
     counts = totals(summaries)
     log(f"{label} total: " + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
