@@ -59,8 +59,9 @@ connect-reference: $(VENV)/.installed
 	$(PY) -m tests.reference.connect prepare
 	$(PY) -m pytest -q -rfE tests/reference/connect/suite.py
 
-# streams mirror crashed while records flow (SIGKILL of one of two processes sharing a flow;
-# SIGKILL under exactly-once mirroring): about 2 minutes, so apart from `make test`.
+# streams mirror crashed while records flow (SIGKILL and SIGSTOP of one of two processes sharing
+# a flow, with checkpoints checked; SIGKILL and SIGSTOP under exactly-once mirroring): about
+# 4 minutes, so apart from `make test`.
 .PHONY: test-mirror
 test-mirror: $(VENV)/.installed
 	$(PY) -m pytest -q -rfE tests/mirror/crash_suite.py

@@ -67,8 +67,18 @@ class MirrorProcess:
             self.proc.send_signal(signal.SIGKILL)
             self.proc.wait(10)
 
+    def pause(self) -> None:
+        """SIGSTOP: the process stops dead (no heartbeats, no clean-up) until ``resume``."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)
+
     def stop(self) -> None:
         if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGCONT)  # a paused process cannot handle SIGTERM
             self.proc.terminate()
             try:
                 self.proc.wait(60)
