@@ -3,7 +3,8 @@
 It drives the same ``StreamTask`` code as the runtime. Every topic is one partition; each
 sub-topology is one task (``<id>_0``). What sinks write is captured per topic; records written
 to a topic the topology itself reads (repartition topics, or a user topic read back) are fed
-straight back in. Like Kafka's driver it commits (flushes stores) after every input record and
+back in, the next one always from the topic whose head record has the lowest timestamp (as
+Kafka's driver, whose one task picks across all its partitions). Like Kafka's driver it commits (flushes stores) after every input record and
 has no emit throttling. The record cache is off unless ``statestore.cache.max.bytes`` (or the
 older ``cache.max.bytes.buffering``) is set above 0; then the stores cache as in the runtime and
 each commit forwards the latest change per key, so one input record's updates fold into one.
@@ -26,6 +27,66 @@ from ..serde import Serde, Serdes, resolve_serde
 from ..state.cache import CacheBudget
 from ..state.stores import StoreInitContext
 from ..topology.topology import Topology
+
+
+class _QueuesByTime:
+    """The driver's topic queues, the next record taken from the queue with the lowest head
+    timestamp, as Kafka's one task does (``PartitionGroup.nonEmptyQueuesByTime``): a binary
+    heap that breaks ties as ``java.util.PriorityQueue`` does (a queue offered again after
+    its head was taken sinks below the queues of the same timestamp), so records of equal
+    timestamps on a topic and a repartition topic interleave as in Kafka's driver."""
+
+    def __init__(self) -> None:
+        self.queues: dict[str, deque[InboundRecord]] = {}
+        self._heap: list[deque[InboundRecord]] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._heap)
+
+    def add(self, topic: str, record: InboundRecord) -> None:
+        queue = self.queues.get(topic)
+        if queue is None:
+            queue = self.queues[topic] = deque()
+        queue.append(record)
+        if len(queue) == 1:
+            self._offer(queue)
+
+    def take(self) -> tuple[str, InboundRecord]:
+        queue = self._poll()
+        record = queue.popleft()
+        if queue:
+            self._offer(queue)
+        return record.topic, record
+
+    def _offer(self, queue: deque[InboundRecord]) -> None:  # PriorityQueue.siftUp
+        heap = self._heap
+        heap.append(queue)
+        k, key = len(heap) - 1, queue[0].timestamp
+        while k > 0:
+            parent = (k - 1) >> 1
+            if key >= heap[parent][0].timestamp:
+                break
+            heap[k] = heap[parent]
+            k = parent
+        heap[k] = queue
+
+    def _poll(self) -> deque[InboundRecord]:  # PriorityQueue.poll / siftDown
+        heap = self._heap
+        result, last = heap[0], heap.pop()
+        n = len(heap)
+        if n:
+            k, key, half = 0, last[0].timestamp, n >> 1
+            while k < half:
+                child = 2 * k + 1
+                right = child + 1
+                if right < n and heap[child][0].timestamp > heap[right][0].timestamp:
+                    child = right
+                if key <= heap[child][0].timestamp:
+                    break
+                heap[k] = heap[child]
+                k = child
+            heap[k] = last
+        return result
 
 
 class NoSuchElementError(LookupError):
@@ -118,7 +179,7 @@ class TopologyTestDriver:
         self._outputs: dict[str, deque[_Captured]] = {}
         self._produced: set[str] = set()
         self._offsets: dict[str, int] = {}
-        self._pending: deque[tuple[str, InboundRecord]] = deque()
+        self._pending = _QueuesByTime()
         collector = _DriverCollector(self)
         self.global_stores = self._build_global_stores()
         self.tasks: list[StreamTask] = []
@@ -155,9 +216,9 @@ class TopologyTestDriver:
         if topic in self._task_by_topic or self._is_global_topic(topic):
             offset = self._offsets.get(topic, 0)
             self._offsets[topic] = offset + 1
-            self._pending.append((topic, InboundRecord(topic, 0, offset, captured.key,
-                                                       captured.value, captured.timestamp,
-                                                       captured.headers)))
+            self._pending.add(topic, InboundRecord(topic, 0, offset, captured.key,
+                                                   captured.value, captured.timestamp,
+                                                   captured.headers))
 
     def _is_global_topic(self, topic: str) -> bool:
         return bool(self.topology.global_stores) and self._global_feeder.reads(topic)
@@ -171,15 +232,16 @@ class TopologyTestDriver:
             raise ValueError(f"unknown topic {topic!r}: no source of this topology reads it")
         offset = self._offsets.get(resolved, 0)
         self._offsets[resolved] = offset + 1
-        self._pending.append(
-            (resolved, InboundRecord(resolved, 0, offset, key, value, timestamp, headers))
-        )
+        self._pending.add(resolved,
+                          InboundRecord(resolved, 0, offset, key, value, timestamp, headers))
         self._drain()
 
     def _drain(self) -> None:
-        """Process the piped record and everything it causes, committing after each record."""
+        """Process the piped record and everything it causes, committing after each record;
+        the next record is the one with the lowest timestamp at the head of its topic (ties
+        as in Kafka's driver, see _QueuesByTime)."""
         while self._pending:
-            topic, inbound = self._pending.popleft()
+            topic, inbound = self._pending.take()
             if self._is_global_topic(topic):
                 self._global_feeder.process(inbound)
                 continue
