@@ -54,7 +54,11 @@ def normalise(answer: dict[str, Any], annotated: dict[str, Any]) -> dict[str, An
 def compare(case: Case, runner: KafkaStreamsRunner) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Kafka's answer, ours), normalised."""
     annotated = annotate(case)
-    kafka, ours = runner.run(annotated), run_ours(annotated)
+    runner.submit(annotated)  # Kafka's JVM and ours run the case at the same time
+    try:
+        ours = run_ours(annotated)
+    finally:
+        kafka = runner.answer()  # read even when ours failed: the next case's answer is next
     return normalise(kafka, annotated), normalise(ours, annotated)
 
 

@@ -60,9 +60,18 @@ class KafkaStreamsRunner:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
 
     def run(self, annotated: dict[str, Any]) -> dict[str, Any]:
-        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.submit(annotated)
+        return self.answer()
+
+    def submit(self, annotated: dict[str, Any]) -> None:
+        """Send a case; the JVM works on it while the caller does something else (runs the
+        case on our side), then ``answer`` reads what it said. One case at a time."""
+        assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(annotated) + "\n")
         self.proc.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line:
             raise RuntimeError(f"TopologyRunner exited ({self.proc.poll()}); see {self._log.name}")
