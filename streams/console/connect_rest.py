@@ -81,3 +81,14 @@ class ConnectRest:
 
     async def put_config(self, name: str, config: dict[str, str]) -> None:
         await self._call("PUT", "/connectors/" + quote(name, safe="") + "/config", config)
+
+    async def alter_offsets(self, name: str, offsets: list[dict[str, Any]]) -> str:
+        """KIP-875's PATCH /connectors/{name}/offsets (the connector must be STOPPED)."""
+        answer = await self._call("PATCH", "/connectors/" + quote(name, safe="") + "/offsets",
+                                  {"offsets": offsets})
+        return str((answer or {}).get("message", "offsets altered"))
+
+    async def reset_offsets(self, name: str) -> str:
+        """KIP-875's DELETE /connectors/{name}/offsets (the connector must be STOPPED)."""
+        answer = await self._call("DELETE", "/connectors/" + quote(name, safe="") + "/offsets")
+        return str((answer or {}).get("message", "offsets reset"))

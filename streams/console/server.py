@@ -101,7 +101,7 @@ def _json(data: Any) -> web.Response:
 
 
 async def _confirm_or(request: web.Request, what: str,
-                      act: Callable[[], Awaitable[None]], done: str, back: str) -> web.Response:
+                      act: Callable[[], Awaitable[object]], done: str, back: str) -> web.Response:
     """First POST shows what will happen; the confirmed POST does it."""
     form = dict(await request.post())
     settings = request.app[SETTINGS]
@@ -436,8 +436,42 @@ async def connector_page(request: web.Request) -> web.Response:
             f'{h.esc(conn.get("worker_id"))}</p>'
             + (f"<pre>{h.esc(conn['trace'])}</pre>" if conn.get("trace") else "")
             + f"<p>{actions}</p><h2>Tasks</h2>{tasks}<h2>Config</h2>{edit}"
-            + f"<h2>Offsets</h2>{h.pretty(c['offsets'])}")
+            + f"<h2>Offsets</h2>{h.pretty(c['offsets'])}"
+            + "<p>Alter or reset them while the connector is STOPPED (KIP-875).</p>"
+            + h.post_form(base + "/offsets", token, "Alter offsets", (
+                '<input type="hidden" name="op" value="alter">'
+                '<textarea name="offsets" rows="4" cols="80" placeholder=\'[{"partition": '
+                '{...}, "offset": {...}}]\'>'
+                + h.esc(json.dumps((c["offsets"] or {}).get("offsets", [])))
+                + "</textarea><br>"))
+            + " " + h.post_form(base + "/offsets", token, "Reset offsets",
+                                '<input type="hidden" name="op" value="reset">'))
     return _html(request, f"Connector {name}", body, refresh=5)
+
+
+async def connector_offsets(request: web.Request) -> web.Response:
+    """Alter (the JSON list of partition/offset pairs Connect shows) or reset a stopped
+    connector's offsets, after a confirmation."""
+    name = request.match_info["name"]
+    form = await request.post()
+    back = "/connectors/" + h.quote(name, safe="")
+    rest = _connect(request)
+    if form.get("op") == "reset":
+        return await _confirm_or(request, f"Reset every offset of connector {name}",
+                                 lambda: rest.reset_offsets(name),
+                                 f"Reset the offsets of connector {name}.", back)
+    try:
+        offsets = json.loads(str(form.get("offsets", "")))
+    except ValueError as exc:
+        raise ConsoleError(f"the offsets are not JSON: {exc}") from None
+    if not isinstance(offsets, list) or not all(
+            isinstance(o, dict) and "partition" in o and "offset" in o for o in offsets):
+        raise ConsoleError('the offsets must be a JSON list of {"partition": ..., '
+                           '"offset": ...} objects, as Connect shows them')
+    return await _confirm_or(request, f"Alter the offsets of connector {name} to "
+                                      f"{json.dumps(offsets)}",
+                             lambda: rest.alter_offsets(name, offsets),
+                             f"Altered the offsets of connector {name}.", back)
 
 
 async def connector_action(request: web.Request) -> web.Response:
@@ -592,5 +626,6 @@ def build_app(cluster: Cluster, *, read_only: bool = False, connect_url: str | N
     r.add_post("/groups/{group}/reset", reset_group)
     r.add_post("/groups/{group}/delete", delete_group)
     r.add_post("/connectors/{name}/config", connector_config)
+    r.add_post("/connectors/{name}/offsets", connector_offsets)
     r.add_post("/connectors/{name}/{action}", connector_action)
     return app

@@ -459,6 +459,7 @@ def test_connector_pages_and_actions(system: dict[str, Any], page: Any) -> None:
     page.fill("textarea[name=config]", json.dumps({**config, "tasks.max": "x"}))
     page.get_by_role("button", name="Validate and save").click()
     assert "tasks.max" in page.locator(".error").inner_text()  # Connect's validation answers
+    page.console_errors.clear()  # the refusal page's own 400, expected
     page.goto(console.url + "/connectors/file-source")
     page.fill("textarea[name=config]", json.dumps({**config, "batch.size": "77"}))
     page.get_by_role("button", name="Validate and save").click()
@@ -466,6 +467,44 @@ def test_connector_pages_and_actions(system: dict[str, Any], page: Any) -> None:
     assert "Saved the config" in page.locator("#outcome").inner_text()
     page.goto(console.url + "/connectors/file-source")
     assert json.loads(page.locator("textarea[name=config]").input_value())["batch.size"] == "77"
+
+    # KIP-875 offsets: alter a stopped connector to re-read from byte 4 ("two"), then reset it
+    # to re-read the whole file; the topic receives exactly the lines re-read
+    def position() -> int | None:
+        found = http_get_json(console.url + "/api/connectors/file-source")[1]["offsets"]
+        entries = (found or {}).get("offsets") or []
+        return entries[0]["offset"]["position"] if entries else None
+
+    def lines() -> int:
+        topics = http_get_json(console.url + "/api/topics")[1]
+        return next(t["messages"] for t in topics if t["name"] == "lines")
+    wait_until(lambda: position() == len("one\ntwo\n"), timeout=30)
+    base = lines()  # 2, or more when the config change restarted the task before a flush
+    assert base >= 2
+    for op, expected_lines in (("alter", base + 1), ("reset", base + 3)):
+        page.goto(console.url + "/connectors/file-source")
+        page.get_by_role("button", name="Stop").click()
+        confirm(page)
+        wait_until(lambda: state_is("STOPPED"), timeout=30)
+        if op == "alter":
+            offsets = json.loads(page.locator("textarea[name=offsets]").input_value())
+            offsets[0]["offset"]["position"] = 4
+            page.fill("textarea[name=offsets]", json.dumps(offsets))
+            page.get_by_role("button", name="Alter offsets").click()
+            confirm(page)
+            assert position() == 4
+        else:
+            page.get_by_role("button", name="Reset offsets").click()
+            confirm(page)
+            assert position() is None
+        page.goto(console.url + "/connectors/file-source")
+        page.get_by_role("button", name="Resume").click()
+        confirm(page)
+        wait_until(lambda n=expected_lines: lines() == n, timeout=30,
+                   message=f"{expected_lines} records in lines after the {op}")
+    wait_until(lambda: position() == len("one\ntwo\n"), timeout=30)
+    assert lines() == base + 3
+    assert page.console_errors == []
 
 
 def test_read_only_console_refuses_every_write(system: dict[str, Any], page: Any) -> None:
@@ -477,6 +516,7 @@ def test_read_only_console_refuses_every_write(system: dict[str, Any], page: Any
     assert "--read-only" in page.locator(".error").inner_text()
     for path, button in (("/topics/orders", "Delete topic"),
                          ("/connectors/file-source", "Pause"),
+                         ("/connectors/file-source", "Reset offsets"),
                          ("/topics/lines/messages", "Produce"),
                          ("/groups/billing", "Dry run"),
                          ("/groups/billing", "Delete group")):
