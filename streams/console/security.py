@@ -10,13 +10,22 @@ from typing import Any
 
 from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
-from ..cli.acls_cmd import OPERATIONS, PATTERN_TYPES, PERMISSIONS, RESOURCE_TYPES
 from ..cli.client import error_message
-from ..cli.users_cmd import MECHANISMS, NAMES
 from ..kafka.admin import send
 from ..kafka.requests import AlterUserScramCredentials, DescribeUserScramCredentials
 from .cluster import Cluster, ConsoleError
 
+# Kafka's codes (AclOperation, ResourceType, PatternType, AclPermissionType, ScramMechanism),
+# written here so the console, a client, loads nothing of the broker's.
+OPERATIONS = {"ANY": 1, "ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
+              "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11,
+              "IDEMPOTENT_WRITE": 12, "CREATE_TOKENS": 13, "DESCRIBE_TOKENS": 14}
+RESOURCE_TYPES = {"ANY": 1, "TOPIC": 2, "GROUP": 3, "CLUSTER": 4, "TRANSACTIONAL_ID": 5,
+                  "DELEGATION_TOKEN": 6, "USER": 7}
+PATTERN_TYPES = {"ANY": 1, "MATCH": 2, "LITERAL": 3, "PREFIXED": 4}
+PERMISSIONS = {"ANY": 1, "DENY": 2, "ALLOW": 3}
+MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
+NAMES = {code: name for name, (code, _) in MECHANISMS.items()}
 SECURITY_DISABLED = 54  # SECURITY_DISABLED: the broker has no authorizer
 SCRAM_ITERATIONS = 4096  # Kafka's default
 NAMES_OF = {kind: {code: name for name, code in table.items()} for kind, table in
