@@ -86,11 +86,21 @@ def system(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
             processes.append(Process([sys.executable, "-m", "tests.console.console_app",
                                       broker.bootstrap, str(tmp / f"state-{i}"), endpoint],
                                      tmp / f"app-{i}.log"))
-        port = free_port()
-        console = Process([sys.executable, "-m", "streams.cli.main", "console",
-                           "--bootstrap-servers", broker.bootstrap, "--port", str(port)],
-                          tmp / "console.log")
-        processes.append(console)
+        for _attempt in range(3):  # a free port can be taken by another process meanwhile
+            port = free_port()
+            console = Process([sys.executable, "-m", "streams.cli.main", "console",
+                               "--bootstrap-servers", broker.bootstrap, "--port", str(port)],
+                              tmp / "console.log")
+            processes.append(console)
+
+            def up(console: Process = console, port: int = port) -> str | None:
+                if console.proc.poll() is not None:
+                    if "address already in use" in console.output():
+                        return "port taken"
+                    raise AssertionError(f"the console exited: {console.output()}")
+                return "up" if http_json(f"http://127.0.0.1:{port}/api/topics")[0] else None
+            if wait_until(up, timeout=30, interval=0.2) == "up":
+                break
         produce(broker.bootstrap, [(f"user-{n}", page) for page, count in PAGES.items()
                                    for n in range(count)])
         url = f"http://127.0.0.1:{port}"

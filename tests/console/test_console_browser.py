@@ -111,18 +111,25 @@ class Console:
 
     def __init__(self, bootstrap: str, connect_url: str, registry_url: str,
                  *extra: str) -> None:
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli.main", "console", "--bootstrap-servers",
-             bootstrap, "--connect-url", connect_url, "--registry-url", registry_url, "--port", str(self.port), *extra],
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        wait_until(self._up, timeout=30)
+        for _attempt in range(3):  # a free port can be taken by another process meanwhile
+            self.port = free_port()
+            self.url = f"http://127.0.0.1:{self.port}"
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "streams.cli.main", "console", "--bootstrap-servers",
+                 bootstrap, "--connect-url", connect_url, "--registry-url", registry_url,
+                 "--port", str(self.port), *extra],
+                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if wait_until(self._up, timeout=30) != "port taken":
+                return
+        raise AssertionError("no free port for the console after 3 attempts")
 
-    def _up(self) -> bool:
+    def _up(self) -> bool | str:
         if self.process.poll() is not None:
-            raise AssertionError(f"the console exited: {self.process.stdout.read()}")
+            output = self.process.stdout.read()
+            if "address already in use" in output:
+                return "port taken"
+            raise AssertionError(f"the console exited: {output}")
         try:
             with urllib.request.urlopen(self.url + "/api/topics", timeout=5) as response:
                 return response.status == 200

@@ -59,16 +59,22 @@ def client_config(path: Path, protocol: str, user: str, password: str, ca: Path)
 class Console:
     def __init__(self, tmp: Path, name: str, bootstrap: str, config: Path, *extra: str,
                  scheme: str = "http", ca: Path | None = None) -> None:
-        self.port = free_port()
-        self.url = f"{scheme}://127.0.0.1:{self.port}"
         self.ca = ca
         self.log = tmp / f"{name}.log"
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *sys.path])}
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "streams.cli.main", "console", "--bootstrap-servers",
-             bootstrap, "--command-config", str(config), "--port", str(self.port), *extra],
-            cwd=ROOT, env=env, stdout=open(self.log, "wb"), stderr=subprocess.STDOUT)  # noqa: SIM115
-        wait_until(self._up, timeout=30, interval=0.2, message=f"console {name} up")
+        for _attempt in range(3):  # a free port can be taken by another process meanwhile
+            self.port = free_port()
+            self.url = f"{scheme}://127.0.0.1:{self.port}"
+            with open(self.log, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "streams.cli.main", "console",
+                     "--bootstrap-servers", bootstrap, "--command-config", str(config),
+                     "--port", str(self.port), *extra],
+                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+            if wait_until(self._up, timeout=30, interval=0.2,
+                          message=f"console {name} up") != "port taken":
+                return
+        raise AssertionError(f"no free port for console {name} after 3 attempts")
 
     def get(self, path: str, auth: tuple[str, str] | None = None) -> tuple[int, str]:
         request = urllib.request.Request(self.url + path)
@@ -82,8 +88,12 @@ class Console:
         except urllib.error.HTTPError as exc:
             return exc.code, exc.read().decode()
 
-    def _up(self) -> bool:
-        assert self.proc.poll() is None, self.log.read_text()
+    def _up(self) -> bool | str:
+        if self.proc.poll() is not None:
+            output = self.log.read_text()
+            if "address already in use" in output:
+                return "port taken"
+            raise AssertionError(f"the console exited: {output}")
         try:
             self.get("/", (WEB_USER, WEB_PW))
             return True
