@@ -47,16 +47,18 @@ from typing import Any
 from ..serde import Serde
 from ..windowing import Window, Windowed
 from .api import BytesKeyValueStore, ChangeLogger
-from .cache import CacheEntry, CachingStore, overlay_sorted
+from .cache import CacheEntry
 from .changelogging import with_change_logging
-from .window import _TimeIndexed
+from .window import _CachedTimeIndexed
 
 _LONG = struct.Struct(">q")
 _SUFFIX = 16
 _MAX_TS = 2**63 - 1
 
 
-class SessionStore(CachingStore, _TimeIndexed):
+class SessionStore(_CachedTimeIndexed):
+    _time_suffix = _SUFFIX
+
     def __init__(
         self,
         name: str,
@@ -136,56 +138,20 @@ class SessionStore(CachingStore, _TimeIndexed):
     # -- caching ------------------------------------------------------------------------------
 
     def _store_value(self, primary: bytes, agg: Any, timestamp: int) -> None:
-        if agg is not None and self._end_of(primary) <= self._cutoff():
+        if agg is not None and self._time_of(primary) <= self._cutoff():
             return  # expired (a cached session flushed after the store moved past it)
         value_bytes = None if agg is None else self.value_serde.serialize(self.name, agg)
         self._write(primary, value_bytes, timestamp)
-
-    @staticmethod
-    def _end_of(primary: bytes) -> int:
-        return _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0]
-
-    def _flush_value(self, primary: bytes, agg: Any, timestamp: int) -> None:
-        self._advance(self._end_of(primary))
-        self._store_value(primary, agg, timestamp)
 
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
         """The stored value a flush replaces: None once the session has expired, as Kafka's
         caching store reads the old value through the store's retention (so a merged-away
         session the store has expired is removed without a tombstone downstream)."""
-        end = _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0]
+        end = self._time_of(primary)
         stored = self.inner.get(primary) if end > self._cutoff() else None
         if stored is None:
             return None
         return self.value_serde.deserialize(self.name, stored), end
-
-    def flush(self) -> None:
-        self.flush_cache()
-        super().flush()
-
-    def close(self) -> None:
-        self._clear_cache()
-        super().close()
-
-    def wipe(self) -> None:
-        self._clear_cache()
-        super().wipe()
-
-    def _merged(self, lo: bytes | None, hi: bytes | None, backward: bool,
-                store_lo: bytes | None = None) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
-        """A session-key scan with the cache's entries laid over it.
-
-        The store is read from ``store_lo`` (its retention bound) when given, the cache from
-        ``lo``: as Kafka's CachingSessionStore merges its cache (clean entries too) with the
-        store and filters cached sessions by the query's bounds only, a session still held by
-        the cache is found after the store has expired it (a late record merges with it)."""
-        stored = (self.inner.range(lo if store_lo is None else store_lo, hi, backward)
-                  if store_lo is None or hi is None or store_lo <= hi else iter(()))
-        overlay = (self.cache.dirty_in_range(lo, hi, backward, clean=True)
-                   if self.cache is not None else [])
-        if not overlay:
-            return ((primary, raw, None) for primary, raw in stored)
-        return overlay_sorted(stored, overlay, backward)
 
     def _item(self, primary: bytes, raw: bytes | None,
               entry: CacheEntry | None) -> tuple[Windowed[Any], Any]:
@@ -232,7 +198,7 @@ class SessionStore(CachingStore, _TimeIndexed):
         lo = key_bytes + _LONG.pack(max(earliest_end, 0)) + _LONG.pack(0)
         hi = key_bytes + _LONG.pack(_MAX_TS) + _LONG.pack(_MAX_TS)
         size = len(key_bytes)
-        for primary, stored, entry in self._merged(lo, hi, backward, store_lo):
+        for primary, stored, entry in self._merged(lo, hi, backward, store_lo, clean=True):
             if len(primary) - _SUFFIX != size:
                 continue
             if _LONG.unpack_from(primary, size + 8)[0] > latest_start:
@@ -247,7 +213,7 @@ class SessionStore(CachingStore, _TimeIndexed):
         kf = None if key_from is None else self._key(key_from)
         kt = None if key_to is None else self._key(key_to)
         hi = None if kt is None else kt + b"\xff" * _SUFFIX
-        for primary, stored, entry in self._merged(kf, hi, False):
+        for primary, stored, entry in self._merged(kf, hi, False, clean=True):
             key_bytes = primary[:-_SUFFIX]
             if (kf is not None and key_bytes < kf) or (kt is not None and key_bytes > kt):
                 continue
@@ -265,28 +231,11 @@ class SessionStore(CachingStore, _TimeIndexed):
                              latest_end: int) -> Iterator[tuple[Windowed[Any], Any]]:
         """Sessions of every key with earliest_end <= end <= latest_end, by end then key."""
         low = max(earliest_end, self._cutoff(), 0)  # time-ordered: Kafka's lenient bound
-        if latest_end < low:
-            return
-        hi = _LONG.pack(latest_end + 1) if latest_end < _MAX_TS else None
-        scan = self.index.range(_LONG.pack(low), hi, False)
-        overlay = [] if self.cache is None else [
-            (self._index_key(primary), entry)
-            for primary, entry in self.cache.dirty_in_range(None, None, False)
-            if low <= _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= latest_end]
-        if overlay:
-            overlay.sort(key=lambda item: item[0])
-            merged = overlay_sorted(scan, overlay, False)
-        else:
-            merged = ((index_key, raw, None) for index_key, raw in scan)
-        for index_key, _, entry in merged:
-            if _LONG.unpack_from(index_key)[0] > latest_end:
-                continue
+        for _, primary, entry, stored in self._index_scan(low, latest_end, False):
             if entry is not None:
                 yield entry.key, entry.value
-                continue
-            primary = self._primary_from_index(index_key)
-            stored = self.inner.get(primary)
-            if stored is not None:
+            else:
+                assert stored is not None
                 yield self._entry(primary, stored)
 
     def all(self) -> Iterator[tuple[Windowed[Any], Any]]:

@@ -166,8 +166,92 @@ class _TimeIndexed:
         self._cleaned_to = None
 
 
-class WindowStore(CachingStore, _TimeIndexed):
+class _CachedTimeIndexed(CachingStore, _TimeIndexed):
+    """What window and session stores share over ``_TimeIndexed``: the record cache's
+    lifecycle, a flush moving the store's stream time, and the two scans that lay the cache
+    over the store (by primary key, and by time through the index)."""
+
+    _time_suffix: int  # bytes after the time (window start, session end) in a primary key
+
+    def _time_of(self, primary: bytes) -> int:
+        return _LONG.unpack_from(primary, len(primary) - self._time_suffix)[0]
+
+    def _flush_value(self, primary: bytes, value: Any, timestamp: int) -> None:
+        # The store's stream time (its retention) moves when the flush writes it: the store
+        # behind Kafka's caching store sees a put only then.
+        self._advance(self._time_of(primary))
+        self._store_value(primary, value, timestamp)
+
+    def _store_value(self, primary: bytes, value: Any, timestamp: int) -> None:
+        raise NotImplementedError
+
+    def flush(self) -> None:
+        self.flush_cache()
+        super().flush()
+
+    def close(self) -> None:
+        self._clear_cache()
+        super().close()
+
+    def wipe(self) -> None:
+        self._clear_cache()
+        super().wipe()
+
+    def _merged(self, lo: bytes | None, hi: bytes | None, backward: bool,
+                store_lo: bytes | None = None,
+                clean: bool = False) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
+        """A primary-key scan with the cache's dirty entries (clean ones too with ``clean``)
+        laid over it: (primary, stored bytes, cache entry or None).
+
+        The store is read from ``store_lo`` (its retention bound) when given, the cache from
+        ``lo``: as Kafka's caching stores merge their cache (clean entries too) with the store
+        and filter cached entries by the query's bounds only, a window or session the cache
+        still holds is found after the store has expired it."""
+        if store_lo is not None and hi is not None and store_lo > hi:
+            stored: Iterator[tuple[bytes, Any]] = iter(())
+        else:
+            stored = self.inner.range(lo if store_lo is None else store_lo, hi, backward)
+        overlay = (self.cache.dirty_in_range(lo, hi, backward, clean=clean)
+                   if self.cache is not None else [])
+        if not overlay:
+            return ((primary, raw, None) for primary, raw in stored)
+        return overlay_sorted(stored, overlay, backward)
+
+    def _index_scan(self, low: int, high: int, backward: bool
+                    ) -> Iterator[tuple[int, bytes, CacheEntry | None, bytes | None]]:
+        """Entries with time in [low, high] by (time, key) through the time index, the
+        cache's dirty entries laid over it: (time, primary, cache entry, None) or (time,
+        primary, None, stored bytes); what the store no longer holds is skipped."""
+        if high < low:
+            return
+        hi = _LONG.pack(high + 1) if high < _MAX_TS else None
+        scan = self.index.range(_LONG.pack(low), hi, backward)
+        overlay = [] if self.cache is None else [
+            (self._index_key(primary), entry)
+            for primary, entry in self.cache.dirty_in_range(None, None, backward)
+            if low <= self._time_of(primary) <= high]
+        if overlay:
+            overlay.sort(key=lambda item: item[0], reverse=backward)
+            merged = overlay_sorted(scan, overlay, backward)
+        else:
+            merged = ((index_key, raw, None) for index_key, raw in scan)
+        for index_key, _, entry in merged:
+            time = _LONG.unpack_from(index_key)[0]
+            if time > high:
+                continue
+            primary = self._primary_from_index(index_key)
+            if entry is not None:
+                yield time, primary, entry, None
+                continue
+            stored = self.inner.get(primary)
+            if stored is not None:
+                yield time, primary, None, stored
+
+
+class WindowStore(_CachedTimeIndexed):
     """Typed window store over bytes stores; see the module docstring for the API."""
+
+    _time_suffix = _SUFFIX
 
     def __init__(
         self,
@@ -251,13 +335,8 @@ class WindowStore(CachingStore, _TimeIndexed):
         primary = key_bytes + _LONG.pack(window_start) + _INT.pack(self._seqnum)
         self._store_value(primary, value, timestamp)
 
-    def _flush_value(self, primary: bytes, value: Any, timestamp: int) -> None:
-        self._advance(_LONG.unpack_from(primary, len(primary) - _SUFFIX)[0])
-        self._store_value(primary, value, timestamp)
-
     def _store_value(self, primary: bytes, value: Any, timestamp: int) -> None:
-        if value is not None and \
-                _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= self._cutoff():
+        if value is not None and self._time_of(primary) <= self._cutoff():
             return  # expired (a cached window flushed after the store moved past it)
         value_bytes = self.value_serde.serialize(self.name, value)
         if value_bytes is None:
@@ -271,7 +350,7 @@ class WindowStore(CachingStore, _TimeIndexed):
     def _read_inner(self, primary: bytes) -> tuple[Any, int] | None:
         """The stored value a flush replaces: None once the window has expired (Kafka's
         caching store reads the old value through the store's retention)."""
-        if _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= self._cutoff():
+        if self._time_of(primary) <= self._cutoff():
             return None
         stored = self.inner.get(primary)
         return None if stored is None else self._decode(stored)
@@ -293,22 +372,6 @@ class WindowStore(CachingStore, _TimeIndexed):
     def attach_cache(self, budget: CacheBudget) -> None:
         if not self.retain_duplicates:  # join buffers keep every value: nothing to dedupe
             super().attach_cache(budget)
-
-    def flush(self) -> None:
-        self.flush_cache()
-        super().flush()
-
-    def close(self) -> None:
-        self._clear_cache()
-        super().close()
-
-    def wipe(self) -> None:
-        self._clear_cache()
-        super().wipe()
-
-    def _dirty(self, lo: bytes | None, hi: bytes | None,
-               reverse: bool) -> list[tuple[bytes, CacheEntry]]:
-        return self.cache.dirty_in_range(lo, hi, reverse) if self.cache is not None else []
 
     # -- single-key reads ---------------------------------------------------------------------
 
@@ -352,40 +415,21 @@ class WindowStore(CachingStore, _TimeIndexed):
 
     def _scan_key(self, key_bytes: bytes, time_from: int, time_to: int,
                   backward: bool) -> Iterator[tuple[int, Any, int]]:
-        cached = self.cache is not None
-        low = max(time_from, 0) if cached else self._low(time_from)
+        # As Kafka's CachingWindowStore: the cache (clean entries too) is read by the query's
+        # bounds, the store by its retention, so a window the store has expired is still
+        # found while the cache holds it.
+        low = max(time_from, 0) if self.cache is not None else self._low(time_from)
         if time_to < low:
             return
         lo = key_bytes + _LONG.pack(low) + _INT.pack(0)
+        store_lo = key_bytes + _LONG.pack(self._low(time_from)) + _INT.pack(0)
         hi = key_bytes + _LONG.pack(time_to) + b"\xff\xff\xff\xff"
         size = len(key_bytes)
-        if cached:
-            # As Kafka's CachingWindowStore: the cache (clean entries too) is read by the
-            # query's bounds, the store by its retention, so a window the store has expired
-            # is still found while the cache holds it.
-            store_low = self._low(time_from)
-            stored = (self.inner.range(key_bytes + _LONG.pack(store_low) + _INT.pack(0), hi,
-                                       backward) if store_low <= time_to else iter(()))
-            assert self.cache is not None
-            merged = overlay_sorted(stored,
-                                    self.cache.dirty_in_range(lo, hi, backward, clean=True),
-                                    backward)
-        else:
-            merged = self._merged(lo, hi, backward)
-        for primary, stored, entry in merged:
+        for primary, stored, entry in self._merged(lo, hi, backward, store_lo, clean=True):
             if len(primary) - _SUFFIX != size:  # a longer key sharing this prefix
                 continue
             value, ts = self._decode(stored) if entry is None else (entry.value, entry.timestamp)
             yield _LONG.unpack_from(primary, size)[0], value, ts
-
-    def _merged(self, lo: bytes | None, hi: bytes | None,
-                backward: bool) -> Iterator[tuple[bytes, Any, CacheEntry | None]]:
-        """A primary-key scan with the cache's dirty entries laid over it."""
-        stored = self.inner.range(lo, hi, backward)
-        overlay = self._dirty(lo, hi, backward)
-        if not overlay:
-            return ((primary, raw, None) for primary, raw in stored)
-        return overlay_sorted(stored, overlay, backward)
 
     # -- multi-key reads ----------------------------------------------------------------------
 
@@ -428,31 +472,14 @@ class WindowStore(CachingStore, _TimeIndexed):
                    earliest: int) -> Iterator[tuple[Windowed[Any], Any, int]]:
         """Windows with start in [max(time_from, earliest), time_to]: the public reads start
         one past the cutoff, as Kafka's (key-first) reads do; emit-on-close at the cutoff."""
-        low = max(time_from, earliest, 0)
-        if time_to < low:
-            return
-        hi = _LONG.pack(time_to + 1) if time_to < _MAX_TS else None
-        scan = self.index.range(_LONG.pack(low), hi, backward)
-        overlay = [(self._index_key(primary), entry) for primary, entry
-                   in self._dirty(None, None, backward)
-                   if low <= _LONG.unpack_from(primary, len(primary) - _SUFFIX)[0] <= time_to]
-        if overlay:
-            overlay.sort(key=lambda item: item[0], reverse=backward)
-            merged = overlay_sorted(scan, overlay, backward)
-        else:
-            merged = ((index_key, raw, None) for index_key, raw in scan)
-        for index_key, _, entry in merged:
-            start = _LONG.unpack_from(index_key)[0]
-            if start > time_to:
-                continue
+        for start, primary, entry, stored in self._index_scan(max(time_from, earliest, 0),
+                                                              time_to, backward):
             if entry is not None:
                 value, ts = entry.value, entry.timestamp
             else:
-                stored = self.inner.get(self._primary_from_index(index_key))
-                if stored is None:
-                    continue
+                assert stored is not None
                 value, ts = self._decode(stored)
-            yield self._windowed(index_key[8:-4], start), value, ts
+            yield self._windowed(primary[:-_SUFFIX], start), value, ts
 
 
 def build_window_store(builder: Any, ctx: Any) -> WindowStore:
