@@ -103,6 +103,12 @@ SOAK_MINUTES ?= 30
 soak: $(VENV)/.installed
 	$(PY) -m tests.faults.soak --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
 
+# The same on a 3-node Apache Kafka cluster (tests/reference/kafka.py cluster): a broker SIGKILL
+# that moves partition leaders joins the random faults. Each run starts its own cluster.
+.PHONY: soak-cluster
+soak-cluster: $(VENV)/.installed kafka-reference
+	$(PY) -m tests.faults.soak --kafka cluster --minutes $(SOAK_MINUTES) $(if $(SEED),--seed $(SEED))
+
 # Random composed DSL topologies (tests/reference/dsl_diff.py) on Kafka Streams 4.4's own
 # TopologyTestDriver and ours, cache off and on at random; prints the seed (fresh unless SEED is
 # given) and every mismatch shrunk to its smallest case (also written to dsl-diff-failures/).
