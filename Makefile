@@ -57,7 +57,7 @@ connect-faults: $(VENV)/.installed
 .PHONY: connect-reference
 connect-reference: $(VENV)/.installed
 	$(PY) -m tests.reference.connect prepare
-	$(PY) -m pytest -q -rfE tests/reference/connect/suite.py
+	$(PY) -m pytest -q -rfE tests/reference/connect/suite.py tests/reference/connect/rest_suite.py
 
 # streams mirror crashed while records flow (SIGKILL and SIGSTOP of one of two processes sharing
 # a flow, with checkpoints checked; SIGKILL and SIGSTOP under exactly-once mirroring): about
