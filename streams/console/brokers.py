@@ -93,6 +93,21 @@ class Brokers:
                  "log_dirs": len(found)}
                 for b, found in zip(brokers, dirs, strict=True)]
 
+    async def partition_sizes(self) -> dict[tuple[str, int], int]:
+        """Bytes on disk of every partition replica, summed over brokers and log dirs (one
+        DescribeLogDirs per broker): what /topics shows as sizes."""
+        admin = self.cluster.admin
+        assert admin is not None
+        brokers = (await admin.describe_cluster())["brokers"]
+        sizes: dict[tuple[str, int], int] = {}
+        for found in await asyncio.gather(*(self._log_dirs(b["node_id"]) for b in brokers)):
+            for d in found:
+                for p in d["partitions"]:
+                    if not p["future"]:
+                        key = (p["topic"], p["partition"])
+                        sizes[key] = sizes.get(key, 0) + p["size"]
+        return sizes
+
     async def _log_dirs(self, node_id: int) -> list[dict[str, Any]]:
         assert self.cluster.admin is not None
         return await kadmin.describe_log_dirs(self.cluster.admin, node_id)

@@ -118,7 +118,14 @@ async def _confirm_or(request: web.Request, what: str,
 # --- topics -----------------------------------------------------------------------------------
 
 async def topics_page(request: web.Request) -> web.Response:
+    from .brokers_pages import BROKERS, size
+
     rows = await request.app[CLUSTER].topics()
+    per_topic: dict[str, int] = {}
+    for (topic, _partition), found in (await request.app[BROKERS].partition_sizes()).items():
+        per_topic[topic] = per_topic.get(topic, 0) + found
+    for r in rows:
+        r["bytes"] = per_topic.get(r["name"])
     if request.path.startswith("/api/"):
         return _json(rows)
     token = request.app[SETTINGS]["csrf"]
@@ -127,22 +134,29 @@ async def topics_page(request: web.Request) -> web.Response:
         '<input name="partitions" type="number" min="1" value="1"> partitions '
         '<input name="replication" type="number" min="1" value="1"> replicas '
         '<input name="configs" placeholder="key=value, key=value"> '))
-    table = h.table(["Topic", "Partitions", "Replication", "Messages", "Error"],
+    table = h.table(["Topic", "Partitions", "Replication", "Messages", "Size", "Error"],
                     [[h.Raw(h.link("/topics/", r["name"])), r["partitions"], r["replication"],
-                      r["messages"], r["error"] or ""] for r in rows], "topics")
+                      r["messages"], size(r["bytes"]), r["error"] or ""] for r in rows],
+                    "topics")
     return _html(request, "Topics", f"<p>{len(rows)} topics</p>{create}{table}")
 
 
 async def topic_page(request: web.Request) -> web.Response:
     name = request.match_info["name"]
+    from .brokers_pages import BROKERS, size
+
     topic = await request.app[CLUSTER].topic(name)
+    sizes = await request.app[BROKERS].partition_sizes()
+    for p in topic["partitions"]:
+        p["bytes"] = sizes.get((name, p["partition"]))
     if request.path.startswith("/api/"):
         return _json(topic)
     token = request.app[SETTINGS]["csrf"]
     base = "/topics/" + h.quote(name, safe="")
-    parts = h.table(["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset"],
+    parts = h.table(["Partition", "Leader", "Replicas", "ISR", "Start offset", "End offset",
+                     "Size"],
                     [[p["partition"], p["leader"], ",".join(map(str, p["replicas"])),
-                      ",".join(map(str, p["isr"])), p["start"], p["end"]]
+                      ",".join(map(str, p["isr"])), p["start"], p["end"], size(p["bytes"])]
                      for p in topic["partitions"]], "partitions")
     configs = h.table(["Config", "Value", "Set on topic"],
                       [[c["name"], "(hidden)" if c["sensitive"] else c["value"],

@@ -218,6 +218,13 @@ def test_topics_pages_show_partitions_offsets_and_configs(system: dict[str, Any]
     assert page.console_errors == []
     visit(page, console.url + "/topics/orders", "topic")
     assert page.locator("#partitions tbody tr td").nth(5).inner_text() == str(PRODUCED)
+    # sizes (DescribeLogDirs) are the bytes of the partition's segment files on disk
+    on_disk = sum(f.stat().st_size for f in (system["data_dir"] / "orders-0").glob("*.log"))
+    [orders] = [t for t in http_get_json(console.url + "/api/topics")[1]
+                if t["name"] == "orders"]
+    assert orders["bytes"] == on_disk > 0
+    [partition] = http_get_json(console.url + "/api/topics/orders")[1]["partitions"]
+    assert partition["bytes"] == on_disk
     assert page.locator("#configs", has_text="cleanup.policy").count() == 1
 
 
