@@ -80,19 +80,29 @@ class StreamTableJoinProcessor(Processor[Any, Any]):
         self.store = bind_view(context, self.store_name)  # a store, or a table's value getter
 
     def process(self, record: Record[Any, Any]) -> None:
-        value = record.value
-        if value is None:
-            log.debug("stream-table join %s: skipping a record with a null value", self.store_name)
-            return
+        if self._joinable(record):
+            self._join(record)
+
+    def _joinable(self, record: Record[Any, Any]) -> bool:
+        """False for a record no join kind joins: a null value, or a null key in an inner
+        join (a left join joins it with None, KIP-962)."""
+        if record.value is None or (record.key is None and not self.left):
+            log.debug("stream-table join %s: skipping a record with a null key or value",
+                      self.store_name)
+            return False
+        return True
+
+    def _lookup(self, record: Record[Any, Any]) -> Any:
+        """The table's value the record joins (None: none)."""
         key = record.key
-        if key is None and not self.left:
-            log.debug("stream-table join %s: skipping a record with a null key", self.store_name)
-            return
-        lookup = key if self.key_selector is None else self.key_selector(key, value)
-        other = None if lookup is None else self.store.get(lookup)
+        lookup = key if self.key_selector is None else self.key_selector(key, record.value)
+        return None if lookup is None else self.store.get(lookup)
+
+    def _join(self, record: Record[Any, Any]) -> None:
+        other = self._lookup(record)
         if other is None and not self.left:
             return
-        self.context.forward(record.with_value(self.joiner(key, value, other)))
+        self.context.forward(record.with_value(self.joiner(record.key, record.value, other)))
 
 
 # -- table-table (primary key) ------------------------------------------------------------------

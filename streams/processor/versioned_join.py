@@ -25,6 +25,7 @@ from typing import Any
 
 from ..state.versioned import PUT_RETURN_CODE_NOT_PUT, PUT_RETURN_CODE_VALID_TO_UNDEFINED
 from .api import Change, Processor, ProcessorContext, Record
+from .joins import StreamTableJoinProcessor
 
 log = logging.getLogger(__name__)
 
@@ -57,44 +58,36 @@ class VersionedTableSourceProcessor(Processor[Any, Any]):
             Change(record.value, old, code == PUT_RETURN_CODE_VALID_TO_UNDEFINED)))
 
 
-class VersionedStreamTableJoinProcessor(Processor[Any, Any]):
-    """``KStream.join/left_join(versioned KTable)``, with an optional grace buffer."""
+class VersionedStreamTableJoinProcessor(StreamTableJoinProcessor):
+    """``KStream.join/left_join(versioned KTable)``, with an optional grace buffer: the
+    stream-table join (joins.py) with an as-of lookup and records waiting in the buffer."""
 
     def __init__(self, store_name: str, joiner: KeyedJoiner, left: bool,
                  buffer_name: str | None = None) -> None:
-        self.store_name = store_name
-        self.joiner = joiner
-        self.left = left
+        super().__init__(store_name, joiner, left)
         self.buffer_name = buffer_name
         self.buffer: Any = None
 
     def init(self, context: ProcessorContext) -> None:
-        super().init(context)
+        Processor.init(self, context)  # the versioned store itself, not a value getter
         self.store = context.get_state_store(self.store_name)
         if self.buffer_name is not None:
             self.buffer = context.get_state_store(self.buffer_name)
 
     def process(self, record: Record[Any, Any]) -> None:
-        key, value = record.key, record.value
-        if value is None or (key is None and not self.left):
-            log.debug("stream-table join %s: skipping a record with a null key or value",
-                      self.store_name)
+        if not self._joinable(record):
             return
-        buffer = self.buffer
+        key, buffer = record.key, self.buffer
         # A null key (left join, KIP-962) joins with None at once: it has nothing to wait for.
-        if buffer is None or key is None or not buffer.put(key, value, record.timestamp,
+        if buffer is None or key is None or not buffer.put(key, record.value, record.timestamp,
                                                             record.headers):
             self._join(record)
             return
         for b_key, b_value, timestamp, headers in buffer.evict():
             self._join(Record(b_key, b_value, timestamp, headers))
 
-    def _join(self, record: Record[Any, Any]) -> None:
-        key = record.key
-        other = None
-        if key is not None:
-            found = self.store.get(key, record.timestamp)
-            other = None if found is None else found.value
-        if other is None and not self.left:
-            return
-        self.context.forward(record.with_value(self.joiner(key, record.value, other)))
+    def _lookup(self, record: Record[Any, Any]) -> Any:
+        if record.key is None:
+            return None
+        found = self.store.get(record.key, record.timestamp)
+        return None if found is None else found.value
