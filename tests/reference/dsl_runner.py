@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import kafka
+from .dsl_translate import state_root
 
 SOURCE = kafka.HERE / "java" / "TopologyRunner.java"
 BUILD = kafka.CACHE / "dsl-runner"
@@ -55,8 +56,12 @@ class KafkaStreamsRunner:
     def __init__(self, log: Path) -> None:
         classes = compile_runner()
         self._log = open(log, "w")  # noqa: SIM115 - open while the JVM runs; Kafka's logging, for a failing run's post-mortem
+        # its state directories (RocksDB) on the RAM disk our side uses, when there is one
+        root = state_root()
+        tmpdir = [f"-Djava.io.tmpdir={root}"] if root else []
         self.proc = subprocess.Popen(
-            ["java", *kafka.JAVA_OPTS, "-cp", f"{classes}:{kafka.LIBS}/*", "TopologyRunner"],
+            ["java", *kafka.JAVA_OPTS, *tmpdir, "-cp", f"{classes}:{kafka.LIBS}/*",
+             "TopologyRunner"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, text=True)
 
     def run(self, annotated: dict[str, Any]) -> dict[str, Any]:
