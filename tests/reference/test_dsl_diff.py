@@ -62,10 +62,12 @@ def test_random_topologies(kafka_streams: KafkaStreamsRunner) -> None:
 
 
 
-def test_composed_topologies(kafka_streams: KafkaStreamsRunner) -> None:
+@pytest.mark.parametrize("cache", [False, True], ids=["cache-off", "cache-on"])
+def test_composed_topologies(kafka_streams: KafkaStreamsRunner, cache: bool) -> None:
     """Random topologies chaining several stateful stages (dsl_random.composed_case), record
-    cache off; ``python -m tests.reference.dsl_diff --seed S`` shrinks what differs."""
-    cases = dsl_random.composed_cases(COMPOSED_SEED, COMPOSED_CASES, cache=False)
+    cache off, then on (10 MB both sides); ``python -m tests.reference.dsl_diff --seed S
+    --cache off|on`` shrinks what differs."""
+    cases = dsl_random.composed_cases(COMPOSED_SEED, COMPOSED_CASES, cache=cache)
     failures = [d for d in (differences(c, kafka_streams) for c in cases) if d]
-    assert not failures, f"seed {COMPOSED_SEED}: {len(failures)} of {len(cases)} cases " \
-        "differ\n" + "\n".join(failures[:5])
+    assert not failures, f"seed {COMPOSED_SEED}, cache {'on' if cache else 'off'}: " \
+        f"{len(failures)} of {len(cases)} cases differ\n" + "\n".join(failures[:5])
