@@ -319,6 +319,10 @@ async def describe_group(args: argparse.Namespace) -> int:
                    for m in kip848.members]
     committed = {tp: meta.offset for tp, meta in committed.items() if meta.offset >= 0}
     if state == "Dead" and not committed:
+        async with admin_client(args) as admin:
+            kinds = {g: kind for g, kind, _state in await list_groups_with_types(admin)}
+        if kinds.get(group) == "share":
+            raise CliError(f"{group!r} is a share group: streams share-groups describe {group}")
         raise CliError(f"consumer group {group!r} does not exist")
 
     owner = {tp: m for m in members for tp in m.partitions}

@@ -58,7 +58,9 @@ BROKER_PROPERTIES = {
     "group.share.min.record.lock.duration.ms": "1000",
 }
 DEFAULT_DIRS = ("share_consumer", "consumer", "admin")
-SUMMARY = re.compile(r"=+ (.*(?:passed|failed|error|skipped|deselected).*) in [\d.]+s")
+# pytest's last line, with or without its "=====" frame (-q drops it)
+SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected).*?) in [\d.]+s",
+                     re.MULTILINE)
 
 
 def log(message: str) -> None:

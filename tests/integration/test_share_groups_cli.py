@@ -50,6 +50,11 @@ def test_share_groups_describe_reset_and_delete(tmp_path: Path) -> None:
         assert described.returncode == 0, described.stderr
         assert "Stable with 1 member(s)" in described.stdout
         assert _rows(described.stdout) == [["sg", "q", "0", "10", "0"], ["sg", "q", "1", "0", "0"]]
+        other = subprocess.run([sys.executable, "-m", "streams.cli.main", "groups", "describe",
+                                "sg", "--bootstrap-server", broker.bootstrap],
+                               capture_output=True, text=True, timeout=60)
+        assert other.returncode == 1
+        assert "'sg' is a share group: streams share-groups describe sg" in other.stderr
         members = _cli(broker.bootstrap, "describe", "sg", "--members")
         assert members.returncode == 0 and "q:0,q:1" in members.stdout, members.stdout
 
