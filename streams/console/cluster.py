@@ -259,12 +259,32 @@ class Cluster:
         return described
 
     async def groups(self) -> list[dict[str, Any]]:
-        """Every group with its state and member count."""
+        """Every group with its state, member count and lag (records): one DescribeGroups and
+        one OffsetFetch per coordinator, one ListOffsets per leader for the log ends."""
+        described = await self.describe_all_groups()
+        by_coordinator: dict[int, list[str]] = {}
+        for g in described:
+            by_coordinator.setdefault(g["coordinator"], []).append(g["group"])
+        lags = await self._group_lags(by_coordinator)
         rows = [{"group": g["group"], "state": g["state"], "protocol_type": g["protocol_type"],
                  "members": len(g["members"]), "coordinator": g["coordinator"],
+                 "lag": lags.get(g["group"]),
                  "error": error_message(g["error_code"]) if g["error_code"] else None}
-                for g in await self.describe_all_groups()]
+                for g in described]
         return sorted(rows, key=lambda r: r["group"])
+
+    async def _group_lags(self, by_coordinator: dict[int, list[str]]) -> dict[str, int]:
+        """Per group, the records between its committed offsets and the log ends (groups
+        without a commit are left out)."""
+        assert self.admin is not None
+        committed: dict[str, dict[TopicPartition, int]] = {}
+        for node, groups in by_coordinator.items():
+            committed.update(await kadmin.committed_offsets(self.admin, node, groups))
+        _starts, ends = await self._offsets(
+            sorted({tp for offsets in committed.values() for tp in offsets}))
+        return {group: sum(max(ends[tp] - offset, 0) for tp, offset in offsets.items()
+                           if tp in ends)
+                for group, offsets in committed.items() if offsets}
 
     async def _describe_groups(self, group_ids: list[str], node: int) -> list[Any]:
         """One DescribeGroups v2 for all of a coordinator's groups."""

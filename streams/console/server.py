@@ -304,9 +304,7 @@ async def groups_page(request: web.Request) -> web.Response:
     rows = await request.app[CLUSTER].groups()
     lags = await request.app[BROKERS].group_lags()  # None without --metrics-url
     for r in rows:
-        found = (lags or {}).get(r["group"], {})
-        r["lag"] = int(found["lag"]) if "lag" in found else None
-        r["lag_seconds"] = found.get("lag_seconds")
+        r["lag_seconds"] = (lags or {}).get(r["group"], {}).get("lag_seconds")
     if request.path.startswith("/api/"):
         return _json(rows)
     table = h.table(["Group", "State", "Members", "Type", "Coordinator", "Lag", "Lag (s)",
@@ -316,7 +314,7 @@ async def groups_page(request: web.Request) -> web.Response:
                       else r["lag"], _seconds(r["lag_seconds"]), r["error"] or ""]
                      for r in rows], "groups")
     note = "" if lags is not None else \
-        " (lag per group needs the brokers' metrics: <code>--metrics-url</code>)"
+        " (lag in seconds needs the brokers' metrics: <code>--metrics-url</code>)"
     return _html(request, "Consumer groups", f"<p>{len(rows)} groups{note}</p>{table}",
                  refresh=10)
 

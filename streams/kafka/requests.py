@@ -1,6 +1,7 @@
 """Kafka request formats that aiokafka does not ship, written from Kafka's message schemas
 (``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496), the SCRAM
-credential APIs (KIP-554), DescribeLogDirs (KIP-113) and IncrementalAlterConfigs (KIP-339)."""
+credential APIs (KIP-554), DescribeLogDirs (KIP-113), IncrementalAlterConfigs (KIP-339) and
+OffsetFetch v8 for many groups at once (KIP-709)."""
 
 from __future__ import annotations
 
@@ -203,3 +204,50 @@ class IncrementalAlterConfigs(Request[IncrementalAlterConfigsRequest_v0]):
     def build(self, request_struct_class: type[IncrementalAlterConfigsRequest_v0]
               ) -> IncrementalAlterConfigsRequest_v0:
         return request_struct_class(self.resources, False)
+
+
+class OffsetFetchResponse_v8(Response):  # noqa: N801
+    API_KEY = 9
+    API_VERSION = 8
+    SCHEMA = Schema(
+        ("throttle_time_ms", Int32),
+        ("groups", CompactArray(
+            ("group_id", CompactString("utf-8")),
+            ("topics", CompactArray(
+                ("name", CompactString("utf-8")),
+                ("partitions", CompactArray(
+                    ("partition_index", Int32), ("committed_offset", Int64),
+                    ("committed_leader_epoch", Int32), ("metadata", CompactString("utf-8")),
+                    ("error_code", Int16), ("tags", TaggedFields))),
+                ("tags", TaggedFields))),
+            ("error_code", Int16), ("tags", TaggedFields))),
+        ("tags", TaggedFields))
+
+
+class OffsetFetchRequest_v8(RequestStruct):  # noqa: N801
+    FLEXIBLE_VERSION = True
+    API_KEY = 9
+    API_VERSION = 8
+    RESPONSE_TYPE = OffsetFetchResponse_v8
+    SCHEMA = Schema(
+        ("groups", CompactArray(
+            ("group_id", CompactString("utf-8")),
+            ("topics", CompactArray(("name", CompactString("utf-8")),
+                                    ("partition_indexes", CompactArray(Int32)),
+                                    ("tags", TaggedFields))),
+            ("tags", TaggedFields))),
+        ("require_stable", Boolean),
+        ("tags", TaggedFields))
+
+
+class OffsetFetchGroups(Request[OffsetFetchRequest_v8]):
+    """The committed offsets of every partition of each group, for many groups in one request
+    (topics None: all of a group's partitions). Sent to the groups' coordinator."""
+
+    API_KEY = 9
+
+    def __init__(self, groups: list[str]) -> None:
+        self.groups = groups
+
+    def build(self, request_struct_class: type[OffsetFetchRequest_v8]) -> OffsetFetchRequest_v8:
+        return request_struct_class([(g, None, {}) for g in self.groups], False, {})

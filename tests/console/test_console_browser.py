@@ -387,6 +387,14 @@ def test_group_page_shows_the_lag_the_test_left(system: dict[str, Any], page: An
     assert billing.nth(5).inner_text() == str(PRODUCED - CONSUMED)
     audit = page.locator("#groups tbody tr", has_text="audit").locator("td").all_inner_texts()
     assert audit[5] == "2" and re.fullmatch(r"3\d min \d+ s", audit[6]), audit
+    # without --metrics-url (the read-only console): lag from OffsetFetch v8 for all groups
+    # and the log ends, with any Kafka; no lag in seconds
+    visit(page, system["read_only"].url + "/groups")
+    rows = {r.locator("td").first.inner_text(): r.locator("td").all_inner_texts()
+            for r in page.locator("#groups tbody tr").all()}
+    assert rows["billing"][5:7] == [str(PRODUCED - CONSUMED), "-"], rows
+    assert rows["audit"][5:7] == ["2", "-"] and rows["rewind"][5] == "1", rows
+    page.goto(console.url + "/groups")
     billing.first.locator("a").click()
     assert page.locator("#total-lag").inner_text() == str(PRODUCED - CONSUMED)
     row = page.locator("#offsets tbody tr").first.locator("td")
