@@ -57,6 +57,7 @@ def _settle(placeholder: asyncio.Future, future: asyncio.Future) -> None:
         placeholder.cancel()
     elif future.exception() is not None:
         placeholder.set_exception(future.exception())  # type: ignore[arg-type]
+        placeholder.exception()  # reported by _collect_acked; not again when a task is dropped
     else:
         placeholder.set_result(future.result())
 
@@ -124,6 +125,7 @@ class BatchSender:
                 except Exception as exc:  # noqa: BLE001 - the batch's records see it at ack time
                     if not future.done():
                         future.set_exception(exc)
+                        future.exception()  # as in _settle
                 else:
                     sent.add_done_callback(functools.partial(_settle, future))
                 self.queue.popleft()
@@ -205,6 +207,7 @@ class WorkerSourceTask(TaskRunner):
         self.collector = RecordCollector(self.producer, {},
                                          max_request_size=getattr(self.producer, "_max_request_size",
                                                                   1_048_576))
+        started = False
         try:
             self.sender = self._make_sender()
             await self._open_offsets(parsed.get(OFFSETS_TOPIC))
@@ -213,18 +216,34 @@ class WorkerSourceTask(TaskRunner):
             task.initialize(SourceTaskContext(dict(self.task_config), reader,
                                               self._transaction_context()))
             await self.call(task.start, dict(self.task_config))
+            started = True
             self.running()
             await self._loop(task, chain, converters, errors)
         finally:
             try:
                 await self._final_flush(task)
             finally:
+                if started and not self.stopping:
+                    await self._stop_failed(task)
                 chain.close()
                 if self.sender is not None:
                     await self.sender.close()
                 await self.producer.stop()
                 if self.offsets is not None:
                     await self.offsets.close()
+
+    async def _stop_failed(self, task: SourceTask) -> None:
+        """A task that failed by itself is stopped too (Kafka's close() calls stop() on a started
+        task once), so it closes what it opened (a MirrorSourceTask's consumer and producer).
+        A stop asked for from outside has called it already."""
+        if self.task_stopped:
+            return
+        self.task_stopped = True
+        timeout = self.env.worker.task_shutdown_graceful_timeout_ms / 1000
+        try:
+            await asyncio.wait_for(self.call(task.stop), timeout)
+        except Exception as exc:  # noqa: BLE001 - the task failed already; this is its clean-up
+            log.error("task %s: stop() after its failure failed: %r", self.id, exc)
 
     def _make_producer(self) -> Any:
         return clients.producer(

@@ -65,6 +65,7 @@ class TaskRunner:
         self.abandoned = False
         self.generation = 0  # set by the worker: the generation that assigned it here
         self.version: str | None = None  # the task's version(), once it is created
+        self.task_stopped = False  # stop() was called on the plugin (at most once, as Kafka)
 
     # -- control -------------------------------------------------------------------------------
     def start(self) -> None:
@@ -137,8 +138,10 @@ class TaskRunner:
         return reason
 
     def _interrupt(self) -> _Stopper | None:
-        if not self.interrupt_on_stop or self.task is None or self.thread is None:
+        if not self.interrupt_on_stop or self.task is None or self.thread is None \
+                or self.task_stopped:
             return None
+        self.task_stopped = True
         stop = self.task.stop
         if inspect.iscoroutinefunction(stop):
             return _Stopper(self.thread, stop, None)

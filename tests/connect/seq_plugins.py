@@ -1,6 +1,8 @@
 """A source connector writing records 0..N-1 to explicit partitions (n % partitions), for
 tests/connect/test_source_hand_over.py. Each acked record's RecordMetadata (commit_record) is
-written to ``acks.file`` at each commit(), so a test can compare it with where Kafka put it."""
+written to ``acks.file`` at each commit(), so a test can compare it with where Kafka put it;
+with ``fail.after`` its poll fails once that many records were returned, and stop() writes
+``stopped.file``."""
 
 from __future__ import annotations
 
@@ -33,11 +35,15 @@ class SeqTask(SourceTask):
         self.partitions = int(props["partitions"])
         self.per_poll = int(props.get("per.poll", "500"))
         self.acks_file = props["acks.file"]
+        self.fail_after = int(props.get("fail.after", "-1"))
+        self.stopped_file = props.get("stopped.file")
         self.acks: list[tuple[int, int, int]] = []  # (n, partition, offset) as acked
         last = self.context.offset_storage_reader().offset(PARTITION)
         self.next = int((last or {}).get("next", 0))
 
     def poll(self) -> list[SourceRecord] | None:
+        if 0 <= self.fail_after <= self.next:
+            raise RuntimeError(f"poll failed after {self.next} records")
         if self.next >= self.count:
             return None
         records = []
@@ -59,4 +65,6 @@ class SeqTask(SourceTask):
         os.replace(partial, self.acks_file)
 
     def stop(self) -> None:
-        pass
+        if self.stopped_file:
+            with open(self.stopped_file, "a") as handle:
+                handle.write("stopped\n")

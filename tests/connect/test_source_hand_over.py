@@ -76,3 +76,23 @@ def test_a_bad_buffer_memory_fails_the_task_naming_it(tmp_path: Path, broker) ->
         assert "Invalid value lots for configuration buffer.memory" in trace, trace
     finally:
         worker.stop()
+
+
+def test_a_task_that_fails_by_itself_is_stopped_once(tmp_path: Path, broker) -> None:
+    """As Kafka's close(): a started task that fails in poll() gets stop() (to close what it
+    opened), once."""
+    create_topics(broker.bootstrap, {"failing": 1})
+    stopped = tmp_path / "stopped"
+    connector = _connector(tmp_path, "failing", **{"fail.after": "1000",
+                                                   "stopped.file": str(stopped)})
+    worker = standalone(tmp_path, broker.bootstrap, connectors=[connector])
+    try:
+        wait_until(lambda: status_state(worker.url, "failing")[1] == ["FAILED"], 30,
+                   message="the task FAILED")
+        _code, status = http("GET", f"{worker.url}/connectors/failing/status")
+        assert "poll failed after 1000 records" in status["tasks"][0]["trace"]
+        wait_until(stopped.exists, 30, message="stop() called")
+        assert stopped.read_text() == "stopped\n"
+    finally:
+        worker.stop()
+    assert stopped.read_text() == "stopped\n"  # not again when the worker stops
