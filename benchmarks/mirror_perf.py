@@ -26,8 +26,9 @@ drifts). Per round and side:
   B reads the replica and takes now - timestamp per record: p50 and p99.
 
 Kafka's MirrorMaker runs from tests/reference/connect's jars (``make connect-reference``; needs
-java and mvn, else only ours runs). Both sides get the same settings: one task, offset flush
-every second, Kafka's other defaults. The target ≥ 0.7x Kafka's rate is reported, not enforced.
+java and mvn, else only ours runs), in a JVM started as ``connect-mirror-maker.sh`` starts it
+(``--kafka-jvm tests``: the reference tests' small JVM, C1 JIT only, which flatters ours). Both
+sides get the same settings: one task, offset flush every second, Kafka's other defaults. The target ≥ 0.7x Kafka's rate is reported, not enforced.
 Every process started is stopped on exit. Exit status 0 when both sides ran.
 """
 
@@ -46,6 +47,12 @@ from typing import Any
 from bench_common import REPO_ROOT, Processes, process_cpu_seconds, repo_env, start_broker
 
 sys.path.insert(0, str(REPO_ROOT))
+
+# The JVM as connect-mirror-maker.sh starts it: its KAFKA_HEAP_OPTS and kafka-run-class.sh's
+# KAFKA_JVM_PERFORMANCE_OPTS (Kafka 4.x bin/ scripts).
+SHIPPED_JVM = ["-Xms256M", "-Xmx2G", "-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
+               "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
+               "-XX:MaxInlineLevel=15", "-Djava.awt.headless=true"]
 
 FACTORS = ("replication.factor", "checkpoints.topic.replication.factor",
            "heartbeats.topic.replication.factor", "offset-syncs.topic.replication.factor",
@@ -224,6 +231,11 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=2000, help="records/s in the latency round")
     parser.add_argument("--seconds", type=float, default=10, help="length of the latency round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per side (medians)")
+    parser.add_argument("--sides", choices=("both", "ours", "kafka"), default="both",
+                        help="run only one side (e.g. ours before and after a change)")
+    parser.add_argument("--kafka-jvm", choices=("shipped", "tests"), default="shipped",
+                        help="Kafka's JVM options: connect-mirror-maker.sh's (G1, C2 JIT, 2 GB "
+                             "heap) or the reference tests' (serial GC, C1 JIT only, 384 MB)")
     parser.add_argument("--quick", action="store_true",
                         help="1 round, 30k records, 5 s latency round")
     parser.add_argument("--json", help="also write the results here")
@@ -246,9 +258,12 @@ def main() -> int:
 
             from tests.reference import connect as kconnect
 
-            reason = kconnect.unavailable()
+            reason = "--sides ours" if args.sides == "ours" else kconnect.unavailable()
             if reason:
                 print(f"Kafka's MirrorMaker skipped: {reason}")
+
+            if args.kafka_jvm == "shipped":
+                kconnect.JAVA_OPTS = SHIPPED_JVM  # read by JavaProcess.start
 
             def kafka(config: Path) -> Any:
                 java = kconnect.JavaProcess("kafka-mm2", work,
@@ -258,9 +273,10 @@ def main() -> int:
                 return java.proc
 
             for round_no in range(1, args.rounds + 1):
-                result = run_side("ours", procs, work, a, b, args, ours, "A", round_no)
-                rounds["ours"].append(result)
-                print(json.dumps(result), flush=True)
+                if args.sides != "kafka":
+                    result = run_side("ours", procs, work, a, b, args, ours, "A", round_no)
+                    rounds["ours"].append(result)
+                    print(json.dumps(result), flush=True)
                 if not reason:
                     result = run_side("kafka", procs, work, a, b, args, kafka, "K", round_no)
                     rounds["kafka"].append(result)
@@ -271,14 +287,14 @@ def main() -> int:
     print(f"MirrorMaker 2, {args.records} records of {args.size} B over {args.partitions} "
           f"partitions, our broker -> our broker (each its own process); latency at "
           f"{args.rate:.0f} records/s for {args.seconds:.0f} s; medians of {args.rounds} "
-          f"round(s)")
+          f"round(s); Kafka's JVM options: {args.kafka_jvm}")
     print(f"{'side':8} {'to all (s)':>10} {'records/s':>10} {'10-90% rec/s':>13} "
           f"{'CPU us/rec':>11} {'p50 ms':>8} {'p99 ms':>8}")
     for r in results:
         print(f"{r['side']:8} {r['seconds_to_all']:>10} {r['records_per_s']:>10} "
               f"{r['steady_records_per_s']:>13} {r['cpu_us_per_record']:>11} "
               f"{r['latency_p50_ms']:>8} {r['latency_p99_ms']:>8}")
-    if len(results) == 2:
+    if len(results) == 2 and args.sides == "both":
         ratio = results[0]["steady_records_per_s"] / results[1]["steady_records_per_s"]
         each = [o["steady_records_per_s"] / k["steady_records_per_s"]
                 for o, k in zip(rounds["ours"], rounds["kafka"], strict=True)]
