@@ -234,6 +234,10 @@ class TopicManager:
     def effective_config(self, topic: Topic, key: str) -> str:
         if key in topic.configs:
             return topic.configs[key]
+        return self.effective_config_default(key)
+
+    def effective_config_default(self, key: str) -> str:
+        """A topic config's value for topics that do not set it."""
         default = TOPIC_CONFIGS[key][1]
         if default.startswith("@"):
             return str(getattr(self.config, default[1:]))

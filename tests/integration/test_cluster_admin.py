@@ -196,7 +196,9 @@ def test_describe_configs_answers_only_for_our_broker_id(broker: Any) -> None:
     retention = next(c for c in ours["configs"] if c["name"] == "log.retention.ms")
     assert retention["synonyms"] == [
         {"name": "log.retention.ms", "value": "604800000", "source": 5}]
-    assert describe("")["configs"] == []  # cluster-wide dynamic defaults: we have none
+    # cluster-wide dynamic defaults: Kafka 4.1+'s min.insync.replicas record (KIP-966), no other
+    assert [(c["name"], c["config_source"]) for c in describe("")["configs"]] == [
+        ("min.insync.replicas", 3)]
     other = describe("7")
     assert other["error_code"] == 42 and "expected 0" in other["error_message"]
 

@@ -88,23 +88,9 @@ KAFKA_ONLY_TOPIC_CONFIGS = {
 }
 
 
-def kafka_min_insync_source(answer: Any) -> Any:
-    """docs/kafka-differences.md "Topic configs": Kafka 4 formats KRaft storage with a
-    cluster-wide min.insync.replicas (source DYNAMIC_DEFAULT_BROKER_CONFIG, 3); ours is the
-    plain default (5). Same value, different provenance."""
-    if isinstance(answer, dict):
-        if answer.get("name") == "min.insync.replicas" and answer.get("config_source") == 3:
-            return {**answer, "config_source": 5}
-        return {k: kafka_min_insync_source(v) for k, v in answer.items()}
-    if isinstance(answer, list):
-        return [kafka_min_insync_source(v) for v in answer]
-    return answer
-
-
 def topic_configs_equal(pair: Pair, scenario: Any) -> Any:
     ours, kafka = pair.run(scenario)
-    assert_same(without_legacy_configs(ours),
-                kafka_min_insync_source(without_legacy_configs(kafka)))
+    assert_same(without_legacy_configs(ours), without_legacy_configs(kafka))
     return ours
 
 

@@ -52,7 +52,13 @@ RESOURCE_BROKER = 4
 RESOURCE_GROUP = 32
 GROUP_AUTHORIZATION_FAILED = 30
 SOURCE_DYNAMIC_TOPIC = 1
+SOURCE_DYNAMIC_DEFAULT_BROKER = 3
 SOURCE_DEFAULT = 5
+# Kafka 4.1+ (KIP-966, eligible leader replicas) writes a cluster-level min.insync.replicas
+# record when the controller activates, so DescribeConfigs reports it as a dynamic cluster
+# default (DYNAMIC_DEFAULT_BROKER_CONFIG) on every topic without its own value, and on the
+# cluster-default BROKER resource (""). Ours is the broker's value, reported the same way.
+CLUSTER_DEFAULT_TOPIC_CONFIGS = ("min.insync.replicas",)
 # Kafka's longest resource name is a topic's (Topic.MAX_NAME_LENGTH, 249); error messages quote
 # the name, and a longer one could overflow the response's int16-length string.
 MAX_RESOURCE_NAME = 249
@@ -112,7 +118,7 @@ async def create_topics(broker: Broker, ctx: RequestContext, request: Any) -> di
             configs=[
                 {"name": key, "value": broker.topics.effective_config(topic, key),
                  "read_only": False,
-                 "config_source": SOURCE_DYNAMIC_TOPIC if key in topic.configs else SOURCE_DEFAULT,
+                 "config_source": _source(topic, key),
                  "is_sensitive": False}
                 for key in sorted(TOPIC_CONFIGS)
             ],
@@ -209,13 +215,27 @@ async def create_partitions(broker: Broker, ctx: RequestContext, request: Any) -
     return {"throttle_time": 0, "results": results}
 
 
+def _source(topic: Topic, key: str) -> int:
+    """DescribeConfigs/CreateTopics ConfigSource of a topic config."""
+    if key in topic.configs:
+        return SOURCE_DYNAMIC_TOPIC
+    return SOURCE_DYNAMIC_DEFAULT_BROKER if key in CLUSTER_DEFAULT_TOPIC_CONFIGS else SOURCE_DEFAULT
+
+
 def _describe_broker(broker: Broker, resource: Any, wanted: set[str] | None,
                      include_synonyms: bool) -> dict[str, Any]:
     """Kafka answers for its own id; an empty name means the cluster-wide dynamic defaults,
     of which we have none."""
     name = resource.resource_name
-    if name == "":
-        return {"configs": []}
+    if name == "":  # the cluster-wide dynamic defaults: the ELR record of Kafka 4.1+
+        return {"configs": [
+            {"name": key, "value": broker.topics.effective_config_default(key),
+             "read_only": False, "is_default": False,
+             "config_source": SOURCE_DYNAMIC_DEFAULT_BROKER, "is_sensitive": False,
+             "synonyms": [{"name": key, "value": broker.topics.effective_config_default(key),
+                           "source": SOURCE_DYNAMIC_DEFAULT_BROKER}] if include_synonyms else [],
+             "config_type": TOPIC_CONFIG_TYPES.get(key, 0), "documentation": None}
+            for key in CLUSTER_DEFAULT_TOPIC_CONFIGS if wanted is None or key in wanted]}
     if name != str(broker.node_id):
         return {"error_code": INVALID_REQUEST,
                 "error_message": f"Unexpected broker id, expected {broker.node_id} or empty "
@@ -248,15 +268,21 @@ async def describe_configs(broker: Broker, ctx: RequestContext, request: Any) ->
             except TopicError as exc:
                 entry.update(error_code=exc.code, error_message=str(exc))
                 continue
+            synonyms = bool(getattr(request, "include_synonyms", False))
             for key in sorted(TOPIC_CONFIGS):
                 if wanted is not None and key not in wanted:
                     continue
-                dynamic = key in topic.configs
+                value = broker.topics.effective_config(topic, key)
+                source = _source(topic, key)
+                chain: list[dict[str, Any]] = []
+                if source == SOURCE_DYNAMIC_DEFAULT_BROKER and synonyms:
+                    chain = [{"name": key, "value": value, "source": source},
+                             {"name": key, "value": value, "source": SOURCE_DEFAULT}]
                 entry["configs"].append({
-                    "name": key, "value": broker.topics.effective_config(topic, key),
-                    "read_only": False, "is_default": not dynamic,
-                    "config_source": SOURCE_DYNAMIC_TOPIC if dynamic else SOURCE_DEFAULT,
-                    "is_sensitive": False, "synonyms": [],
+                    "name": key, "value": value,
+                    "read_only": False, "is_default": source == SOURCE_DEFAULT,
+                    "config_source": source,
+                    "is_sensitive": False, "synonyms": chain,
                     "config_type": TOPIC_CONFIG_TYPES.get(key, 0), "documentation": None,
                 })
         elif resource.resource_type == RESOURCE_BROKER:
