@@ -27,7 +27,7 @@ API::
     backward_find_sessions(key, earliest_session_end, latest_session_start)
     find_sessions_range(key_from, key_to, earliest_session_end, latest_session_start)
     find_sessions_by_end(earliest_end, latest_end) -> Iterator[(Windowed, agg)]  # all keys,
-                                                                          # by end, key, start
+                                                                          # by end, start, key
     fetch(key) -> all sessions of key; fetch_range(key_from, key_to); all()
     restore(key_bytes, value_bytes, timestamp); flush(); close(); wipe()
 
@@ -229,9 +229,25 @@ class SessionStore(_CachedTimeIndexed):
 
     def find_sessions_by_end(self, earliest_end: int,
                              latest_end: int) -> Iterator[tuple[Windowed[Any], Any]]:
-        """Sessions of every key with earliest_end <= end <= latest_end, by end then key."""
+        """Sessions of every key with earliest_end <= end <= latest_end, by end, then start,
+        then key: the order Kafka's emit-on-close forwards sessions closing together in
+        (checked on its driver; the time index itself runs end, key, start)."""
         low = max(earliest_end, self._cutoff(), 0)  # time-ordered: Kafka's lenient bound
-        for _, primary, entry, stored in self._index_scan(low, latest_end, False):
+        group: list[tuple[bytes, bytes, CacheEntry | None, bytes | None]] = []
+        end = None
+        for time, primary, entry, stored in self._index_scan(low, latest_end, False):
+            if time != end:
+                yield from self._by_start(group)
+                group, end = [], time
+            group.append((primary[-8:] + primary[:-_SUFFIX], primary, entry, stored))
+        yield from self._by_start(group)
+
+    def _by_start(self, group: list[tuple[bytes, bytes, CacheEntry | None, bytes | None]]
+                  ) -> Iterator[tuple[Windowed[Any], Any]]:
+        """One end's sessions by start (big-endian bytes sort as the non-negative numbers
+        they are), then key bytes."""
+        group.sort(key=lambda item: item[0])
+        for _, primary, entry, stored in group:
             if entry is not None:
                 yield entry.key, entry.value
             else:

@@ -652,9 +652,11 @@ def old_values() -> list[Case]:
                       "input": [t("k1", "abc", 1), t("k1", "ab", 2, "tin2"), t("k2", "bb", 3),
                                 t("k2", "c", 4, "tin2"), t("k1", "abcd", 5), t("k2", "ccc", 6),
                                 t("k1", None, 7, "tin2"), t("k2", None, 8)]})
-    # sessions that close together come out ordered by (end, start, key)
+    # sessions that close together come out ordered by (end, start, key): b@5/7, c@6/7, a@7/7
     sessions = [rec("in", k, "x", ts) for k, ts in (("b", 3), ("a", 1), ("c", 2), ("a", 4),
-                                                    ("d", 1), ("z", 40))]
+                                                    ("d", 1), ("b", 5), ("c", 6), ("b", 7),
+                                                    ("a", 7), ("c", 7), ("d", 6),
+                                                    ("z", 40))]
     for last in ("emit_on_close", "suppress"):
         ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
                op("w", "windowed_by", "g", windows={"type": "session", "gap": 5, "grace": 0})]
