@@ -18,7 +18,8 @@ What it does:
    not into the virtualenv,
 3. starts ``streams broker start`` on a free port, or with ``--kafka`` the reference Apache
    Kafka 4.4 (tests/reference/kafka.py), both with the broker settings the suite's own cluster
-   uses (``TestUtils.broker_conf``: a 1 s share record lock, allowed by a 1 s minimum),
+   uses (``TestUtils.broker_conf``: a 1 s share record lock, allowed by a 1 s minimum; the
+   StandardAuthorizer with the anonymous user as super user, as its docker-compose cluster),
 4. starts our schema registry (``streams registry start``) on that broker for the tests that
    need one (``SR_URL``),
 5. runs ``pytest tests/integration/<dir>`` for each directory with ``BROKERS`` pointing at it
@@ -52,10 +53,13 @@ DEPS = CACHE / "deps"
 TEST_DEPS = ["trivup==0.12.2", "jwcrypto==1.6.1", "python_jwt==4.1.0", "respx==0.23.1",
              "httpx==0.28.1", "httpcore==1.0.9", "pytest-asyncio==1.5.0",
              "async-timeout==5.0.1", "requests-mock==1.12.1"]
-# The suite's TestUtils.broker_conf, for both brokers.
+# The suite's TestUtils.broker_conf, and the authorizer of its docker-compose cluster (the ACL
+# tests need one; the anonymous client is a super user), for both brokers.
 BROKER_PROPERTIES = {
     "group.share.record.lock.duration.ms": "1000",
     "group.share.min.record.lock.duration.ms": "1000",
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS",
 }
 DEFAULT_DIRS = ("share_consumer", "consumer", "admin")
 # pytest's last line, with or without its "=====" frame (-q drops it)
