@@ -32,8 +32,9 @@ class StreamsBuilder:
         self.transparent: set[str] = set()
         self.source_tables: list[tuple[str, str]] = []  # (store, input topic) of table()
         self.optimized: set[str] = set()  # the rewrites applied
-        # one flag per join of a stream with itself, set when optimized (optimize.py)
-        self.self_joins: list[list[bool]] = []
+        # per join of a stream with itself: (flag set when optimized, its left join
+        # processor, that side's window store) - optimize.py
+        self.self_joins: list[tuple[list[bool], str, str]] = []
 
     # -- naming -------------------------------------------------------------------------------
 

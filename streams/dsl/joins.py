@@ -328,10 +328,10 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
 
     trackers = TimeTrackers()
     # a join of a stream with itself: topology.optimization=all makes it Kafka's self-join
-    # (single.store.self.join), which drops null keys; optimize.py sets the flag at build
+    # (single.store.self.join, KIP-862) over this side's store; optimize.py sets the flag
     self_join = [False]
     if left.node == right.node:
-        builder.self_joins.append(self_join)
+        builder.self_joins.append((self_join, this_name, this_store))
 
     this_values = value_serde or left.value_serde
     other_values = other_value_serde or right.value_serde
@@ -350,7 +350,8 @@ def _stream_stream_join(stream: KStream, other: KStream, joiner: Joiner, windows
             windows_after_ms=windows.after_ms,
             grace_ms=windows.grace_ms,
             trackers=trackers,
-            drop_null_keys=self_join[0],
+            self_join_store=this_store if self_join[0] else None,
+            retention_ms=retention,
         )
 
     topology.add_processor(this_windowed, lambda: JoinWindowProcessor(this_store), left.node)

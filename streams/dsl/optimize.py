@@ -24,10 +24,12 @@ table's serdes must read it as written.
 
 ``single.store.self.join`` (KIP-862) is not implemented as a rewrite: a stream joined with
 itself keeps its two window stores (refused when named). What it changes in the records is
-honoured under ``all``: Kafka's self-join processor joins as an inner join whatever the
-join's kind (a left or outer self-join drops null keys, which KIP-962 keeps for two streams,
-and never emits a record unjoined: it always finds itself), and so do ours (checked on
-Kafka's driver); the unused outer-join store stays declared.
+honoured under ``all``: the join's left side runs Kafka's self-join processor over its own
+window store (an inner join whatever the join's kind: a left or outer self-join drops null
+keys, which KIP-962 keeps for two streams, emits nothing unjoined, and reads the store before
+the record is added, so a partner the store would expire with the record's own time is still
+found); checked on Kafka's driver. The right side's store and the outer-join store stay
+declared, unused.
 """
 
 from __future__ import annotations
@@ -119,9 +121,12 @@ def optimize(builder: StreamsBuilder, config: Mapping[str, Any] | Any) -> None:
         if reused:
             log.info("topology.optimization: source tables restore from their input topics "
                      "%s (no changelog topic)", reused)
-    if optimization_setting_is_all(config):
-        for flag in builder.self_joins:
+    if optimization_setting_is_all(config) and "self-joins" not in builder.optimized:
+        builder.optimized.add("self-joins")
+        for flag, processor, store in builder.self_joins:
             flag[0] = True
+            builder.topology.connect_processor_and_state_stores(processor, store,
+                                                                read_only=True)
 
 
 def reuse_source_topics(builder: StreamsBuilder) -> list[str]:

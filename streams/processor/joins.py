@@ -314,7 +314,7 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
     store (deprecated ``JoinWindows.of``) or when the record's window is already closed, the
     non-joined result is emitted at once. Null keys on an outer side are emitted immediately
     (KIP-962); other null keys and all null values are dropped. An optimized self-join
-    (``drop_null_keys``) runs as an inner join, as Kafka's self-join processor.
+    runs as Kafka's self-join processor instead (_process_self_join).
     """
 
     def __init__(
@@ -332,14 +332,16 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         windows_after_ms: int,
         grace_ms: int,
         trackers: TimeTrackers,
-        drop_null_keys: bool = False,
+        self_join_store: str | None = None,
+        retention_ms: int = 0,
     ) -> None:
         self.is_left = is_left
-        # a self-join under topology.optimization=all: Kafka runs it with its self-join
-        # processor (KIP-862), an inner join whatever the join's kind: null keys are dropped
-        # and nothing is emitted unjoined
-        self.drop_null_keys = drop_null_keys
-        if drop_null_keys:
+        # A self-join under topology.optimization=all (KIP-862): the left side runs Kafka's
+        # self-join processor over its own window store (``self_join_store``, written after
+        # the join sees it) and the right side does nothing (_process_self_join).
+        self.self_join_store = self_join_store
+        self.retention_ms = retention_ms
+        if self_join_store is not None:
             outer, outer_store_name = False, None
         self.other_store_name = other_store_name
         self.this_value_serde = this_value_serde
@@ -368,6 +370,8 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         self.tracker = self.trackers.get(context.task_id)
         if self.outer_store_name is not None:
             self.outer_store = context.get_state_store(self.outer_store_name)
+        if self.self_join_store is not None and self.is_left:
+            self.this_store = context.get_state_store(self.self_join_store)
         # Kafka throttles the non-joined emission check to once per wall-clock interval; its
         # TopologyTestDriver sets the interval to 0. The default here is 0 (no throttle).
         self.emit_interval_ms = int(config.get(
@@ -382,6 +386,9 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         return self.joiner(key, other_value, this_value)
 
     def process(self, record: Record[Any, Any]) -> None:
+        if self.self_join_store is not None:
+            self._process_self_join(record)
+            return
         timestamp = record.timestamp
         tracker = self.tracker
         tracker.advance(timestamp)
@@ -417,6 +424,37 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
         slot = outer_key(timestamp, self.is_left, key_bytes)  # type: ignore[arg-type]
         outer_store.put(slot, append_value(outer_store.get(slot),
                                            serde.serialize(self.outer_store_name, value)))
+
+    def _process_self_join(self, record: Record[Any, Any]) -> None:
+        """Kafka's KStreamKStreamSelfJoin (topology.optimization=all): an inner join of the
+        record with the stream's window store as it was before the record (this side's
+        windowed node stores it after the join): first as the left value with the others in
+        [ts - before, ts + after], then as the right value with those in [ts - after,
+        ts + before], the record with itself before the first later partner (or last) unless
+        it is older than the store's retention. Null keys and values are dropped."""
+        if not self.is_left:
+            return  # the other side of the same records: the left side joins them all
+        key, value, timestamp = record.key, record.value, record.timestamp
+        if key is None or value is None:
+            log.debug("stream-stream self-join: skipping a record with a null key or value")
+            return
+        self.tracker.advance(timestamp)
+        join_self = timestamp > self.tracker.stream_time - self.retention_ms + 1
+        forward, joiner, headers = self.context.forward, self.joiner, record.headers
+        before, after = self.windows_before_ms, self.windows_after_ms
+        store = self.this_store
+        for other_ts, other in store.fetch(key, max(0, timestamp - before),
+                                           max(0, timestamp + after)):
+            forward(Record(key, joiner(key, value, other), max(timestamp, other_ts), headers))
+        emitted_self = False
+        for other_ts, other in store.fetch(key, max(0, timestamp - after),
+                                           max(0, timestamp + before)):
+            if timestamp < other_ts and not emitted_self and join_self:
+                emitted_self = True
+                forward(Record(key, joiner(key, value, value), timestamp, headers))
+            forward(Record(key, joiner(key, other, value), max(timestamp, other_ts), headers))
+        if not emitted_self and join_self:
+            forward(Record(key, joiner(key, value, value), timestamp, headers))
 
     def _key_bytes(self, key: Any) -> bytes:
         return self.key_serde.serialize(self.other_store_name, key)
