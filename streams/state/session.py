@@ -122,7 +122,9 @@ class SessionStore(_CachedTimeIndexed):
             self.cache.put(primary, windowed, agg, timestamp, context)
             return
         self._advance(window.end)
-        if window.end <= self._cutoff():
+        if window.end < self._cutoff():
+            # expired; a session ending at the cutoff is still written, as Kafka's segmented
+            # store does: per-key reads skip it, the time-ordered scan of emit-on-close sees it
             return
         self._store_value(primary, agg, timestamp)
 
@@ -138,7 +140,7 @@ class SessionStore(_CachedTimeIndexed):
     # -- caching ------------------------------------------------------------------------------
 
     def _store_value(self, primary: bytes, agg: Any, timestamp: int) -> None:
-        if agg is not None and self._time_of(primary) <= self._cutoff():
+        if agg is not None and self._time_of(primary) < self._cutoff():
             return  # expired (a cached session flushed after the store moved past it)
         value_bytes = None if agg is None else self.value_serde.serialize(self.name, agg)
         self._write(primary, value_bytes, timestamp)

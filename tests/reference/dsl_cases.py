@@ -662,6 +662,15 @@ def old_values() -> list[Case]:
                       "input": [t("k1", "abc", 1), t("k1", "ab", 2, "tin2"), t("k2", "bb", 3),
                                 t("k2", "c", 4, "tin2"), t("k1", "abcd", 5), t("k2", "ccc", 6),
                                 t("k1", None, 7, "tin2"), t("k2", None, 8)]})
+    # a late session ending exactly at the store's retention bound is kept (Kafka's segmented
+    # store writes it) and emit-on-close forwards it when it closes
+    ops = [op("s", "stream", topic="in"), op("g", "group_by_key", "s"),
+           op("w", "windowed_by", "g", windows={"type": "session", "gap": 8, "grace": 20}),
+           op("e", "emit_on_close", "w"), op("c", "count", "e"), op("cs", "to_stream", "c"),
+           *sink("cs")]
+    cases.append({"name": "late-session-at-the-retention-bound-emitted-on-close", "ops": ops,
+                  "input": [rec("in", "banana", "x", 72), rec("in", "bean", "y", 44),
+                            rec("in", "b", "z", 82), rec("in", "c", "w", 120)]})
     # sessions that close together come out ordered by (end, start, key): b@5/7, c@6/7, a@7/7
     sessions = [rec("in", k, "x", ts) for k, ts in (("b", 3), ("a", 1), ("c", 2), ("a", 4),
                                                     ("d", 1), ("b", 5), ("c", 6), ("b", 7),
