@@ -490,6 +490,11 @@ class StreamStreamJoinProcessor(Processor[Any, Any]):
                     left_open = True
                 else:
                     right_open = True
+                # Kafka's outer store (a list-value store) iterates a slot's values one by
+                # one, each setting the min time: with both sides open the scan stops at this
+                # slot's second value, leaving the min time here rather than at the next slot
+                if left_open and right_open and len(data) > 4 + _INT.unpack_from(data)[0]:
+                    break
                 continue
             key = self.key_serde.deserialize(self.other_store_name, bytes(slot[9:]))
             serde = self.left_value_serde if is_left else self.right_value_serde

@@ -574,6 +574,17 @@ def composed() -> list[Case]:
                                     ("b", None, 4))]
         cases.append({"name": f"source-table-absent-delete-cache-{cache}", "ops": ops,
                       "cache_bytes": cache, "input": deletes})
+    # the outer join's store keeps a list per (time, side, key) and Kafka's scan visits each
+    # value: with both sides' windows open it stops at a slot's second value, so the minimum
+    # time stays there (at d@51 a@21 and a@25 are emitted; they were not)
+    ops = [op("l", "stream", topic="left"), op("r", "stream", topic="right"),
+           op("j", "outer_join", "l", other="r", fn="concat", windows={"diff": 3, "grace": 20}),
+           *sink("j")]
+    dup = [rec("left", k, v, ts) for k, ts, x in (("b", 18, "3"), ("a", 25, "8"),
+                                                  ("a", 28, "8"), ("d", 43, "2"),
+                                                  ("d", 51, "3")) for v in (x, "|", x)]
+    cases.append({"name": "outer-join-emit-scan-visits-each-value", "ops": ops,
+                  "input": dup[:3] + [rec("right", "a", "13", 21)] + dup[3:]})
     # the driver takes the next record from the topic with the lowest head timestamp, ties
     # as Kafka's one task breaks them (java.util.PriorityQueue): here a table update's FK
     # response comes between the two halves of its group_by repartition (subtract, add), so
