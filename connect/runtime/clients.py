@@ -1,7 +1,8 @@
-"""Build aiokafka clients from Kafka-style client configs (``producer.*``, ``consumer.*``).
+"""The Connect worker's clients from Kafka-style client configs (``producer.*``, ``consumer.*``).
 
 Connect users tune clients with Kafka's property names; the ones aiokafka understands are mapped,
 an unknown one is an error that names it (a silently ignored setting is worse than a failure).
+The clients themselves are built by ``streams.kafka.clients``, as every part's are.
 """
 
 from __future__ import annotations
@@ -10,17 +11,17 @@ from typing import TYPE_CHECKING, Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import KafkaConnectionError
 
 from connect.config_def import ConfigException
+from streams.kafka import clients as kafka_clients
 from streams.kafka.client_config import (
     JVM_ONLY_KEYS,
     SECURITY_KEYS,
     ClientConfigError,
     check_security,
+    client_settings,
     security_kwargs,
 )
-from streams.kafka.internals import connection_failure
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -102,7 +103,7 @@ def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any
 def base_kwargs(target: Target) -> dict[str, Any]:
     """Bootstrap (and, for a worker, its security settings) of the worker's own clients."""
     if isinstance(target, str):
-        return {"bootstrap_servers": target}
+        return client_settings(target)
     return target.client_kwargs()
 
 
@@ -128,38 +129,30 @@ def check_prefixed(worker: WorkerConfig) -> None:
 # *.override.* keys) only, as Kafka's Worker does: not the worker's unprefixed security keys.
 def producer(bootstrap: str, overrides: dict[str, str] | None = None,
              **defaults: Any) -> AIOKafkaProducer:
-    kwargs = {"bootstrap_servers": bootstrap, "acks": "all", **defaults}
+    kwargs = {"acks": "all", **defaults}
     kwargs.update(_translate(_PRODUCER, overrides or {}, "producer"))
-    return AIOKafkaProducer(**kwargs)
+    return kafka_clients.producer(client_settings(bootstrap), **kwargs)
 
 
 def consumer(bootstrap: Target, overrides: dict[str, str] | None = None,
              *topics: str, **defaults: Any) -> AIOKafkaConsumer:
     """A consumer; given the worker instead of a bootstrap string, with the admin settings
     (it then stands in for an admin client: committing a sink connector's offsets)."""
-    base = {"bootstrap_servers": bootstrap} if isinstance(bootstrap, str) \
-        else admin_kwargs(bootstrap)
-    kwargs = {**base, "enable_auto_commit": False, "auto_offset_reset": "earliest", **defaults}
+    base = client_settings(bootstrap) if isinstance(bootstrap, str) else admin_kwargs(bootstrap)
+    kwargs = {"enable_auto_commit": False, "auto_offset_reset": "earliest", **defaults}
     kwargs.update(_translate(_CONSUMER, overrides or {}, "consumer"))
-    return AIOKafkaConsumer(*topics, **kwargs)
+    return kafka_clients.consumer(base, *topics, **kwargs)
 
 
 def admin(target: Target, overrides: dict[str, str] | None = None) -> AIOKafkaAdminClient:
-    return AIOKafkaAdminClient(**admin_kwargs(target, overrides))
+    return kafka_clients.admin(admin_kwargs(target, overrides))
 
 
 async def start_admin(client: AIOKafkaAdminClient, target: Target,
                       overrides: dict[str, str] | None = None) -> None:
     """Start an admin client; when it cannot bootstrap, the error says why (a refused SASL
     login, an untrusted certificate) instead of aiokafka's bare "Unable to bootstrap"."""
-    try:
-        await client.start()
-    except KafkaConnectionError as exc:
-        await client.close()
-        reason = await connection_failure(admin_kwargs(target, overrides))
-        if reason is None:
-            raise
-        raise KafkaConnectionError(f"{exc}: {reason}") from exc
+    await kafka_clients.start(client, admin_kwargs(target, overrides))
 
 
 async def ensure_topic(bootstrap: Target, name: str, partitions: int, replication: int,

@@ -25,6 +25,7 @@ from streams.kafka.client_config import (
     SECURITY_KEYS,
     ClientRole,
     client_configs_field,
+    client_settings,
     mask,
 )
 
@@ -226,10 +227,9 @@ class WorkerConfig(KafkaConfigModel):
 
     def client_kwargs(self) -> dict[str, Any]:
         """aiokafka arguments of the worker's own clients: bootstrap and security."""
-        kwargs: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers}
-        if self.client_configs:
-            kwargs.update(self.client_configs.kwargs("worker"))
-        return kwargs
+        return client_settings(
+            self.bootstrap_servers,
+            options=self.client_configs.kwargs("worker") if self.client_configs else None)
 
     def config_transformer(self) -> Any:
         """The worker's config providers (connect/runtime/config_providers.py)."""

@@ -44,6 +44,7 @@ from connect.runtime.kafka_log import KafkaLog, KafkaOffsetStore
 from connect.runtime.standalone import ConnectProcess
 from connect.runtime.status import State, Status, TargetState, TaskId
 from streams.config import ConfigError
+from streams.kafka import clients as kafka_clients
 from streams.kafka.internals import group_generation, member_id, request_rejoin
 
 log = logging.getLogger("connect.distributed")
@@ -254,8 +255,8 @@ class DistributedHerder(Herder):
         await self.config_log.start()
         self._caught_up = True
         self._reconciler = asyncio.get_running_loop().create_task(self._reconcile_loop())
-        self.member = AIOKafkaConsumer(
-            **clients.base_kwargs(cfg), group_id=cfg.group_id,
+        self.member = kafka_clients.consumer(
+            clients.base_kwargs(cfg), group_id=cfg.group_id,
             enable_auto_commit=False, partition_assignment_strategy=tuple(
                 cls(self) for cls in PROTOCOLS[cfg.connect_protocol]),
             session_timeout_ms=cfg.session_timeout_ms,

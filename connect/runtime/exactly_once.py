@@ -29,8 +29,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from aiokafka import AIOKafkaProducer
-
 from connect.api import (
     ConnectException,
     ConnectorTransactionBoundaries,
@@ -51,6 +49,7 @@ from connect.runtime.config import (
 from connect.runtime.offsets import offset_key
 from connect.runtime.source_task import WorkerSourceTask, _client_overrides
 from connect.runtime.status import TaskId
+from streams.kafka import clients as kafka_clients
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -450,12 +449,11 @@ async def fence_producers(worker: WorkerConfig, transactional_ids: list[str],
     and bumps its epoch, so an older producer of that id can neither write nor commit. With the
     connector's admin settings (the worker's ``admin.*``, then its ``admin.override.*``), as
     Kafka's Worker.fenceZombies."""
-    kwargs = clients.admin_kwargs(worker, admin_overrides)
-    kwargs.pop("client_id", None)
+    settings = clients.admin_kwargs(worker, admin_overrides)
 
     async def fence(tid: str) -> None:
-        producer = AIOKafkaProducer(**kwargs, transactional_id=tid, enable_idempotence=True,
-                                    client_id=f"connector-fencing-{tid}")
+        producer = kafka_clients.producer(settings, transactional_id=tid, enable_idempotence=True,
+                                          client_id=f"connector-fencing-{tid}")
         await producer.start()  # InitProducerId
         await producer.stop()
 

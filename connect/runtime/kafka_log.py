@@ -20,6 +20,7 @@ from aiokafka.structs import TopicPartition
 
 from connect.runtime import clients
 from connect.runtime.offsets import OffsetStore, offset_key, parse_key
+from streams.kafka import clients as kafka_clients
 from streams.kafka.internals import fetch_position, refresh_metadata
 
 if TYPE_CHECKING:
@@ -46,10 +47,10 @@ class KafkaLog:
         self.failed: BaseException | None = None
 
     async def start(self) -> None:
-        self.producer = AIOKafkaProducer(**clients.base_kwargs(self.bootstrap), acks="all",
+        self.producer = kafka_clients.producer(clients.base_kwargs(self.bootstrap), acks="all",
                                          enable_idempotence=False)
         await self.producer.start()
-        self.consumer = AIOKafkaConsumer(**clients.base_kwargs(self.bootstrap),
+        self.consumer = kafka_clients.consumer(clients.base_kwargs(self.bootstrap),
                                          enable_auto_commit=False, auto_offset_reset="earliest",
                                          isolation_level=self.isolation_level)
         await self.consumer.start()

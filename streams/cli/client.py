@@ -16,12 +16,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, Protocol
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
 
 from ..config import ConfigError, read_properties
-from ..kafka.client_config import CLI_ROLES, ClientConfigError, ClientConfigs
+from ..kafka import clients
+from ..kafka.client_config import CLI_ROLES, ClientConfigError, ClientConfigs, client_settings
 from ..kafka.internals import security_protocol
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -99,12 +100,10 @@ def connection_kwargs(target: argparse.Namespace | str, role: str = "admin") -> 
     """aiokafka arguments to reach the cluster: the bootstrap servers and, from the command's
     --command-config, the security settings of the ``admin``/``consumer``/``producer`` client."""
     if isinstance(target, str):
-        return {"bootstrap_servers": target}
-    kwargs: dict[str, Any] = {"bootstrap_servers": target.bootstrap_servers}
+        return client_settings(target)
     configs = getattr(target, "command_config", None)
-    if configs:
-        kwargs.update(configs.kwargs(role))
-    return kwargs
+    return client_settings(target.bootstrap_servers,
+                           options=configs.kwargs(role) if configs else None)
 
 
 def _bootstrap(target: argparse.Namespace | str) -> str:
@@ -181,8 +180,7 @@ async def start_client(client: Startable, bootstrap: str) -> None:
 @asynccontextmanager
 async def admin_client(target: argparse.Namespace | str) -> AsyncIterator[AIOKafkaAdminClient]:
     """An admin client for the command's parsed arguments (or a bare bootstrap string)."""
-    admin = AIOKafkaAdminClient(**connection_kwargs(target, "admin"),
-                                request_timeout_ms=REQUEST_TIMEOUT_MS)
+    admin = clients.admin(connection_kwargs(target, "admin"), request_timeout_ms=REQUEST_TIMEOUT_MS)
     try:
         await start_client(admin, _bootstrap(target))
         yield admin
@@ -193,7 +191,7 @@ async def admin_client(target: argparse.Namespace | str) -> AsyncIterator[AIOKaf
 async def partition_offsets(target: argparse.Namespace | str, partitions: list[TopicPartition]
                             ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
     """(log start offsets, high watermarks) via ListOffsets, without joining any group."""
-    consumer = AIOKafkaConsumer(**connection_kwargs(target, "consumer"), enable_auto_commit=False,
+    consumer = clients.consumer(connection_kwargs(target, "consumer"), enable_auto_commit=False,
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
     try:
         await start_client(consumer, _bootstrap(target))

@@ -19,6 +19,7 @@ from typing import BinaryIO
 
 from aiokafka import AIOKafkaConsumer, ConsumerRecord, TopicPartition
 
+from ..kafka import clients
 from .acls_cmd import authorization_hint
 from .client import (
     REQUEST_TIMEOUT_MS,
@@ -216,8 +217,8 @@ def render(record: ConsumerRecord, fmt: Format) -> bytes:
 
 
 async def consume_topic(args: argparse.Namespace) -> int:
-    consumer = AIOKafkaConsumer(
-        **connection_kwargs(args, "consumer"),
+    consumer = clients.consumer(
+        connection_kwargs(args, "consumer"),
         group_id=args.group,
         enable_auto_commit=False,
         auto_offset_reset="earliest" if args.from_beginning else "latest",

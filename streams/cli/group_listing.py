@@ -22,6 +22,9 @@ from aiokafka.protocol.types import (
     TaggedFields,
 )
 
+from ..kafka.admin import send_to_coordinator
+from ..kafka.internals import send_to_node
+
 
 class ListGroupsResponse_v5(Response):
     API_KEY = 16
@@ -61,10 +64,9 @@ class ListGroupsWithTypes(Request[ListGroupsRequest_v5]):
 
 async def list_groups_with_types(admin: AIOKafkaAdminClient) -> list[tuple[str, str, str]]:
     """(group id, type, state) of every group on every broker (a broker must offer v5)."""
-    metadata = await admin._get_cluster_metadata()  # noqa: SLF001 (aiokafka has no public way)
     out: dict[str, tuple[str, str, str]] = {}
-    for broker in metadata.brokers:
-        response: Any = await admin._send_request(ListGroupsWithTypes(), broker[0])  # noqa: SLF001
+    for broker in (await admin.describe_cluster())["brokers"]:
+        response: Any = await send_to_node(admin, broker["node_id"], ListGroupsWithTypes())
         if response.error_code:
             raise for_code(response.error_code)("Error listing groups")
         for group_id, _protocol, state, group_type, _tags in response.groups:
@@ -174,8 +176,7 @@ async def describe_consumer_group(admin: AIOKafkaAdminClient, group_id: str
     """A KIP-848 group's ConsumerGroupDescribe answer; None when the group is of another type
     (or absent) or the broker has no ConsumerGroupDescribe."""
     try:
-        node = await admin.find_coordinator(group_id)
-        response: Any = await admin._send_request(DescribeConsumerGroup(group_id), node)  # noqa: SLF001
+        response: Any = await send_to_coordinator(admin, group_id, DescribeConsumerGroup(group_id))
     except (NotImplementedError, IncompatibleBrokerVersion):
         return None
     group = response.groups[0]

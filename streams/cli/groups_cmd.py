@@ -14,6 +14,7 @@ from typing import Any
 from aiokafka import TopicPartition
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
+from ..kafka import clients
 from ..runtime import reset
 from .client import (
     REQUEST_TIMEOUT_MS,
@@ -156,7 +157,6 @@ async def _resolve_partitions(admin: Any, specs: dict[str, list[int] | None]
 
 
 async def reset_offsets(args: argparse.Namespace) -> int:
-    from aiokafka import AIOKafkaConsumer
 
     group = args.group
     spec = scenario_from_args(args)
@@ -178,7 +178,7 @@ async def reset_offsets(args: argparse.Namespace) -> int:
                 partitions = sorted(current)
             else:
                 partitions = await _resolve_partitions(admin, parse_topic_partitions(args.topic))
-            consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"),
+            consumer = clients.consumer(connection_kwargs(args, "consumer"),
                                         enable_auto_commit=False,
                                         request_timeout_ms=REQUEST_TIMEOUT_MS)
             try:

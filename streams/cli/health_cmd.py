@@ -18,6 +18,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import NewTopic
 from aiokafka.errors import TopicAlreadyExistsError
 
+from ..kafka import clients
 from .client import (
     REQUEST_TIMEOUT_MS,
     CliError,
@@ -61,10 +62,10 @@ async def _ensure_topic(args: argparse.Namespace) -> None:
 async def health_check(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     await asyncio.wait_for(_ensure_topic(args), args.timeout)
-    producer = AIOKafkaProducer(**connection_kwargs(args, "producer"), acks="all",
+    producer = clients.producer(connection_kwargs(args, "producer"), acks="all",
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
     # A short fetch wait: the read-back is the latency being measured, not a long poll.
-    consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"), fetch_max_wait_ms=10,
+    consumer = clients.consumer(connection_kwargs(args, "consumer"), fetch_max_wait_ms=10,
                                 enable_auto_commit=False, request_timeout_ms=REQUEST_TIMEOUT_MS)
     await start_client(producer, args.bootstrap_servers)
     try:

@@ -15,8 +15,7 @@ import threading
 from collections.abc import AsyncIterator
 from typing import BinaryIO
 
-from aiokafka import AIOKafkaProducer
-
+from ..kafka import clients
 from .client import (
     REQUEST_TIMEOUT_MS,
     CliError,
@@ -109,7 +108,7 @@ async def stdin_lines(stream: BinaryIO) -> AsyncIterator[bytes]:
 
 async def produce_lines(args: argparse.Namespace) -> int:
     separator = args.key_separator.encode() if args.key_separator else None
-    producer = AIOKafkaProducer(**connection_kwargs(args, "producer"), acks="all",
+    producer = clients.producer(connection_kwargs(args, "producer"), acks="all",
                                 linger_ms=5, request_timeout_ms=REQUEST_TIMEOUT_MS)
     sent = 0
     try:

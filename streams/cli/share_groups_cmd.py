@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
+from ..kafka import clients
 from ..runtime import reset
 from .client import (
     REQUEST_TIMEOUT_MS,
@@ -174,7 +175,7 @@ async def reset_offsets(args: argparse.Namespace) -> int:
                 partitions = await _resolve_partitions(admin, parse_topic_partitions(args.topic))
             except reset.ResetError as exc:
                 raise CliError(str(exc)) from None
-        consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"),
+        consumer = clients.consumer(connection_kwargs(args, "consumer"),
                                     enable_auto_commit=False,
                                     request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:

@@ -22,6 +22,7 @@ from aiokafka.protocol.types import (
     TaggedFields,
 )
 
+from ..kafka.admin import send_to_coordinator
 from .client import CliError
 from .group_listing import _Uuid
 
@@ -215,8 +216,7 @@ class ShareGroupInfo:
 
 async def _send(admin: AIOKafkaAdminClient, group_id: str, request: Request) -> Any:
     try:
-        node = await admin.find_coordinator(group_id)
-        return await admin._send_request(request, node)  # noqa: SLF001 (no public way)
+        return await send_to_coordinator(admin, group_id, request)
     except (NotImplementedError, IncompatibleBrokerVersion):
         raise CliError("the broker does not offer share groups (KIP-932)") from None
 

@@ -31,6 +31,7 @@ from ..cli.client import (
     start_client,
 )
 from ..kafka import admin as kadmin
+from ..kafka import clients
 from ..kafka.internals import send_to_node
 
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps for the log start and end
@@ -83,9 +84,9 @@ class Cluster:
     _peek: asyncio.Lock = field(default_factory=asyncio.Lock)  # one position set at a time
 
     async def start(self) -> None:
-        self.admin = AIOKafkaAdminClient(**connection_kwargs(self.args, "admin"),
-                                         request_timeout_ms=REQUEST_TIMEOUT_MS)
-        self.consumer = AIOKafkaConsumer(**connection_kwargs(self.args, "consumer"),
+        self.admin = clients.admin(connection_kwargs(self.args, "admin"),
+                                   request_timeout_ms=REQUEST_TIMEOUT_MS)
+        self.consumer = clients.consumer(connection_kwargs(self.args, "consumer"),
                                          enable_auto_commit=False,
                                          request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:

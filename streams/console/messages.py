@@ -9,10 +9,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka import TopicPartition
 
 from ..cli.client import REQUEST_TIMEOUT_MS, CliError, connection_kwargs, start_client
 from ..cli.consume_cmd import DESERIALIZERS, REGISTRY_FORMATS, registry_reader
+from ..kafka import clients
 from ..kafka.internals import wait_on_metadata
 from .cluster import ConsoleError
 
@@ -59,7 +60,7 @@ async def browse(args: Any, topic: str, *, partition: int | None, offset: int | 
     limit = max(1, min(limit, MAX_LIMIT))
     read_key = decoder(key_format, registry_url, topic, True)
     read_value = decoder(value_format, registry_url, topic, False)
-    consumer = AIOKafkaConsumer(**connection_kwargs(args, "consumer"), enable_auto_commit=False,
+    consumer = clients.consumer(connection_kwargs(args, "consumer"), enable_auto_commit=False,
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
     try:
         await start_client(consumer, args.bootstrap_servers)
@@ -115,7 +116,7 @@ async def browse(args: Any, topic: str, *, partition: int | None, offset: int | 
 
 async def produce(args: Any, topic: str, key: str | None, value: str) -> tuple[int, int]:
     """One string record (key optional): its (partition, offset)."""
-    producer = AIOKafkaProducer(**connection_kwargs(args, "producer"),
+    producer = clients.producer(connection_kwargs(args, "producer"),
                                 request_timeout_ms=REQUEST_TIMEOUT_MS)
     try:
         await start_client(producer, args.bootstrap_servers)

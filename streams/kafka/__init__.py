@@ -2,7 +2,10 @@
 CLI and console, Connect, Spark and the registry reach Kafka through this package.
 
 - ``client_config``: Kafka's client properties (security, per-client prefixes) checked and
-  mapped onto aiokafka's arguments.
+  mapped onto aiokafka's arguments; ``client_settings`` gives the arguments a component's
+  clients share (bootstrap servers, client.id, request.timeout.ms, security).
+- ``clients``: the one way to build (and start) an aiokafka client from those settings; nothing
+  outside this package constructs one (``tests/unit/test_kafka_seam.py``).
 - ``internals``: every use of aiokafka's private internals (contract-tested in
   ``tests/unit/test_kafka_internals*.py``); nothing else touches aiokafka's privates.
 - ``batching``: batched producing per partition (``RecordCollector``, murmur2 partitioning).

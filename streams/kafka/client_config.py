@@ -361,6 +361,30 @@ def security_kwargs(props: Mapping[str, Any], where: str = "") -> dict[str, Any]
     return out
 
 
+def client_settings(bootstrap_servers: str, *, client_id: str | None = None,
+                    request_timeout_ms: int | None = None,
+                    security: Mapping[str, Any] | None = None, where: str = "",
+                    options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The aiokafka arguments a component's clients share (``streams.kafka.clients`` builds
+    clients from them): bootstrap servers, ``client.id``, ``request.timeout.ms``, security.
+
+    ``security`` holds Kafka's security properties (``security.protocol``, ``ssl.*``,
+    ``sasl.*``), checked here (a bad key or file fails now, naming ``where`` + the key);
+    ``options`` holds aiokafka arguments already mapped from client properties
+    (``ClientConfigs.kwargs(role)``), applied last.
+    """
+    out: dict[str, Any] = {"bootstrap_servers": bootstrap_servers}
+    if client_id:
+        out["client_id"] = client_id
+    if request_timeout_ms is not None:
+        out["request_timeout_ms"] = request_timeout_ms
+    if security:
+        out.update(security_kwargs(check_security(security, where), where))
+    if options:
+        out.update(options)
+    return out
+
+
 # -- other client keys and prefixes ----------------------------------------------------------
 
 def _int(value: Any) -> int:

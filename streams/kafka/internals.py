@@ -12,7 +12,9 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
 - a group member's forced rejoin (Kafka's ``enforceRebalance``; Connect's leader uses it too);
 - cluster metadata on demand: a refresh now, and every topic with its partitions (Connect's
   config/offset/status logs and the Spark source's planning);
-- a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups);
+- a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups), and
+  through a network client: Metadata that may create a topic, EndTxn for a transaction another
+  process began (the Spark sink);
 - a client stopped all the way when aiokafka's own stop is cut short (``stop_client``);
 - a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
   which a changelog restore under exactly-once must reach (see ``high_watermarks``).
@@ -262,6 +264,20 @@ async def send_to_node(admin: AIOKafkaAdminClient, node_id: int, request: Reques
     admin calls aiokafka lacks (DeleteGroups). Waits for the connection as the admin's own
     calls do."""
     return await admin._send_request_to_node(node_id, request)  # noqa: SLF001
+
+
+async def send_to_any_broker(client: AIOKafkaClient, request: Request) -> Any:
+    """One request to any broker through a network client (``client_of`` a producer, or
+    ``streams.kafka.clients.network_client``)."""
+    return await client.send(client.get_random_node(), request)
+
+
+async def send_to_transaction_coordinator(client: AIOKafkaClient, transactional_id: str,
+                                          request: Request) -> Any:
+    """One request to the transaction coordinator of ``transactional_id``, on the coordination
+    connection as aiokafka's producer sends its own (EndTxn for another process's transaction)."""
+    node = await client.coordinator_lookup(CoordinationType.TRANSACTION, transactional_id)
+    return await client.send(node, request, group=ConnectionGroup.COORDINATION)
 
 
 async def check_membership(consumer: AIOKafkaConsumer, group: GroupMetadata) -> None:

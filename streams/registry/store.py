@@ -28,6 +28,8 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka.errors import KafkaError
 from aiokafka.structs import TopicPartition
 
+from ..kafka import clients
+from ..kafka.client_config import client_settings
 from . import errors
 from .state import State, encode
 
@@ -58,17 +60,18 @@ class SchemaStore:
         self._producer: AIOKafkaProducer | None = None
         self._task: asyncio.Task[None] | None = None
 
-    def _kwargs(self, role: str, **required: Any) -> dict[str, Any]:
-        """The user's settings for ``role``, then what the store relies on (which wins)."""
-        return {**self.client_config, **self.role_configs.get(role, {}),
-                "bootstrap_servers": self.bootstrap, **required}
+    def _settings(self, role: str) -> dict[str, Any]:
+        """The user's settings for ``role`` (the bootstrap servers are the store's)."""
+        options = {**self.client_config, **self.role_configs.get(role, {})}
+        options.pop("bootstrap_servers", None)
+        return client_settings(self.bootstrap, options=options)
 
     async def start(self) -> None:
         await self._ensure_topic()
-        self._consumer = AIOKafkaConsumer(**self._kwargs(
-            "consumer", enable_auto_commit=False, isolation_level="read_committed",
-            auto_offset_reset="earliest",
-            fetch_max_wait_ms=50))  # sync() waits for the fetch that passes a commit marker
+        self._consumer = clients.consumer(
+            self._settings("consumer"), enable_auto_commit=False,
+            isolation_level="read_committed", auto_offset_reset="earliest",
+            fetch_max_wait_ms=50)  # sync() waits for the fetch that passes a commit marker
         await self._consumer.start()
         self._consumer.assign([self.tp])
         await self._consumer.seek_to_beginning(self.tp)
@@ -88,10 +91,10 @@ class SchemaStore:
 
     async def _ensure_topic(self) -> None:
         """Create the topic compacted with one partition (one order for every record)."""
-        from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+        from aiokafka.admin import NewTopic
         from aiokafka.errors import TopicAlreadyExistsError
 
-        admin = AIOKafkaAdminClient(**self._kwargs("admin"))
+        admin = clients.admin(self._settings("admin"))
         await admin.start()
         try:
             if self.topic in await admin.list_topics():
@@ -158,9 +161,9 @@ class SchemaStore:
 
     async def _writer(self) -> AIOKafkaProducer:
         if self._producer is None:
-            producer = AIOKafkaProducer(**self._kwargs(
-                "producer", acks="all", enable_idempotence=True,
-                transactional_id=f"schema-registry-{self.topic}"))
+            producer = clients.producer(
+                self._settings("producer"), acks="all", enable_idempotence=True,
+                transactional_id=f"schema-registry-{self.topic}")
             await producer.start()  # InitProducerId: fences the previous writer
             self._producer = producer
         return self._producer

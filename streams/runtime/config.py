@@ -22,6 +22,7 @@ from ..kafka.client_config import (
     STREAMS_ROLES,
     TUNING_KEYS,
     client_configs_field,
+    client_settings,
     is_client_key,
 )
 from ..metrics.listener import parse_listener
@@ -111,13 +112,10 @@ class StreamsConfig(KafkaConfigModel):
     def client_kwargs(self, role: str) -> dict[str, Any]:
         """aiokafka arguments of one client of the runtime: ``main.consumer``,
         ``restore.consumer``, ``global.consumer``, ``producer`` or ``admin``."""
-        kwargs: dict[str, Any] = {"bootstrap_servers": self.bootstrap_servers,
-                                  "request_timeout_ms": self.request_timeout_ms}
-        if self.client_id:
-            kwargs["client_id"] = self.client_id
-        if self.client_configs:
-            kwargs.update(self.client_configs.kwargs(role))
-        return kwargs
+        return client_settings(
+            self.bootstrap_servers, client_id=self.client_id,
+            request_timeout_ms=self.request_timeout_ms,
+            options=self.client_configs.kwargs(role) if self.client_configs else None)
 
     @field_validator("application_id")
     @classmethod

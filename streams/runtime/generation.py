@@ -16,6 +16,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 
+from ..kafka import clients
 from ..kafka.batching import RecordCollector
 from ..kafka.internals import stop_client
 from .assignor import StreamsPartitionAssignor
@@ -69,6 +70,6 @@ class ClientGeneration:
 def build_producer(client_kwargs: dict[str, Any], guarantee: ProcessingGuarantee,
                    transactional_id: str, max_batch_size: int,
                    transaction_timeout_ms: int) -> AIOKafkaProducer:
-    return AIOKafkaProducer(**client_kwargs, acks="all", max_batch_size=max_batch_size,
+    return clients.producer(client_kwargs, acks="all", max_batch_size=max_batch_size,
                             **guarantee.producer_kwargs(transactional_id,
                                                         transaction_timeout_ms))

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
+from aiokafka import TopicPartition
 
+from ..kafka import clients
 from ..kafka.internals import stop_client, wait_on_metadata
 from ..processor.global_task import GlobalStoreFeeder
 from ..processor.task import InboundRecord, TaskConfig
@@ -32,8 +33,8 @@ class GlobalStores:
                                config.internal_value_serde)
         self.feeder = GlobalStoreFeeder(topology, ctx, config, clock)
         self.stores = self.feeder.stores
-        self.consumer = AIOKafkaConsumer(
-            **client_kwargs, group_id=None, enable_auto_commit=False,
+        self.consumer = clients.consumer(
+            client_kwargs, group_id=None, enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level=guarantee.isolation_level)
 

@@ -194,8 +194,10 @@ def create_source_topics(bootstrap: str, topology: Topology, app_id: str) -> lis
     first ``streams run`` works with nothing else set up; real clusters must have them."""
     import asyncio
 
-    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+    from aiokafka.admin import NewTopic
 
+    from ..kafka import clients
+    from ..kafka.client_config import client_settings
     from .topics import describe_partitions
 
     wanted = {topology.resolve_topic(t, app_id) for sub in topology.sub_topologies()
@@ -203,7 +205,7 @@ def create_source_topics(bootstrap: str, topology: Topology, app_id: str) -> lis
     wanted |= {g.source.topics[0] for g in topology.global_stores.values()}
 
     async def run() -> list[str]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        admin = clients.admin(client_settings(bootstrap))
         await admin.start()
         try:
             missing = sorted(wanted - set(await describe_partitions(admin)))

@@ -24,6 +24,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import for_code
 
 from ..kafka import admin as kafka_admin
+from ..kafka import clients
+from ..kafka.client_config import client_settings
 from .statedir import PROCESS_FILE, StateDirectory
 
 INTERNAL_SUFFIXES = ("-changelog", "-repartition", "-subscription-registration-topic",
@@ -230,9 +232,9 @@ async def reset_application(bootstrap: str, application_id: str, input_topics: l
     (each must be one of them, as Kafka's ``--internal-topics``). With ``dry_run`` nothing
     changes; the plan says what would."""
     spec = spec or OffsetSpec("earliest")
-    kwargs = {"bootstrap_servers": bootstrap, **(client_kwargs or {})}
-    admin = AIOKafkaAdminClient(**kwargs)
-    consumer = AIOKafkaConsumer(**kwargs, enable_auto_commit=False)
+    settings = {**client_settings(bootstrap), **(client_kwargs or {})}
+    admin = clients.admin(settings)
+    consumer = clients.consumer(settings, enable_auto_commit=False)
     await admin.start()
     try:
         await consumer.start()

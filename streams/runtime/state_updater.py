@@ -28,6 +28,7 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
+from ..kafka import clients
 from ..kafka.internals import fetch_position, high_watermarks, stop_client
 from ..processor.api import TaskId
 from .guarantee import ProcessingGuarantee
@@ -174,8 +175,8 @@ class StateUpdater:
 
     async def _run(self) -> None:
         try:
-            self._consumer = AIOKafkaConsumer(
-                **self.client_kwargs, group_id=None, enable_auto_commit=False,
+            self._consumer = clients.consumer(
+                self.client_kwargs, group_id=None, enable_auto_commit=False,
                 auto_offset_reset="earliest",
                 isolation_level=self.guarantee.isolation_level)
             await self._consumer.start()

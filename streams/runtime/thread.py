@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener, TopicPartition
+from aiokafka import ConsumerRebalanceListener, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.errors import (
     CommitFailedError,
@@ -34,12 +34,12 @@ from aiokafka.errors import (
     UnknownMemberIdError,
 )
 
+from ..kafka import clients
 from ..kafka.batching import RecordCollector
 from ..kafka.internals import (
     FencedByGroupError,
     GroupMetadata,
     check_membership,
-    connection_failure,
     fetch_position,
     fetch_stable_offsets,
     group_metadata,
@@ -142,14 +142,15 @@ class StreamThread:
     async def run(self, stop: asyncio.Event) -> None:
         self.state_dir.lock()
         try:
-            self.admin = AIOKafkaAdminClient(**self.config.client_kwargs("admin"))
+            admin_settings = self.config.client_kwargs("admin")
+            self.admin = clients.admin(admin_settings)
             try:
-                await self.admin.start()
-            except KafkaConnectionError as exc:  # say why: a refused login, an untrusted cert
-                reason = await connection_failure(self.config.client_kwargs("admin"))
+                await clients.start(self.admin, admin_settings)
+            except clients.BootstrapError as exc:  # say why: a refused login, an untrusted cert
                 raise KafkaConnectionError(
                     f"cannot connect to bootstrap.servers {self.config.bootstrap_servers}: "
-                    f"{reason or exc} (is the broker running, and is that its address?)") from exc
+                    f"{exc.reason or exc.__cause__} (is the broker running, and is that its "
+                    f"address?)") from exc
             self.layout = await ensure_internal_topics(
                 self.admin, self.topology, self.app_id, self.config.replication_factor)
             self.partitioner_check = PartitionerCheck(
@@ -212,8 +213,8 @@ class StreamThread:
         assignor = StreamsPartitionAssignor(layout, self._member_info,
                                             self.host.on_assignment_info,
                                             self.config.num_standby_replicas)
-        consumer = AIOKafkaConsumer(
-            **self.config.client_kwargs("main.consumer"), group_id=self.app_id,
+        consumer = clients.consumer(
+            self.config.client_kwargs("main.consumer"), group_id=self.app_id,
             enable_auto_commit=False,
             auto_offset_reset="earliest",
             isolation_level=self.guarantee.isolation_level,

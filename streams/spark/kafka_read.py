@@ -34,6 +34,8 @@ from aiokafka.protocol.fetch import FetchRequest
 from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.memory_records import MemoryRecords
 
+from streams.kafka import clients
+from streams.kafka.client_config import client_settings
 from streams.kafka.internals import client_of, cluster_metadata
 from streams.kafka.loop_thread import LoopThread, RunTimeoutError
 from streams.spark.source_offsets import ClientSettings
@@ -76,18 +78,17 @@ def data_loss_message(what: str) -> str:
 
 def new_consumer(settings: ClientSettings) -> AIOKafkaConsumer:
     """A group-less consumer for ``settings`` (call inside a coroutine: aiokafka binds the loop)."""
-    return AIOKafkaConsumer(
-        bootstrap_servers=settings.bootstrap_servers,
-        client_id=settings.client_id,
+    return clients.consumer(
+        client_settings(settings.bootstrap_servers, client_id=settings.client_id,
+                        request_timeout_ms=settings.request_timeout_ms,
+                        options=settings.security_kwargs()),
         isolation_level=settings.isolation_level,
         enable_auto_commit=False,
         group_id=None,
         auto_offset_reset="none",
-        request_timeout_ms=settings.request_timeout_ms,
         max_partition_fetch_bytes=settings.max_partition_fetch_bytes,
         fetch_max_bytes=settings.fetch_max_bytes,
         fetch_max_wait_ms=100,
-        **settings.security_kwargs(),
     )
 
 

@@ -27,13 +27,18 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as Errors
-from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.transaction import EndTxnRequest
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
+from streams.kafka import clients
 from streams.kafka.batching import RecordCollector
-from streams.kafka.internals import producer_transaction
+from streams.kafka.internals import (
+    client_of,
+    producer_transaction,
+    send_to_any_broker,
+    send_to_transaction_coordinator,
+)
 from streams.spark.sink_options import ProducerSettings, SinkOptionError
 
 log = logging.getLogger("streams.spark.sink")
@@ -100,7 +105,7 @@ class _TaskWriter:
         if transactional_id is not None:
             kwargs.update(transactional_id=transactional_id,
                           transaction_timeout_ms=settings.transaction_timeout_ms)
-        producer = AIOKafkaProducer(**kwargs)
+        producer = clients.producer(kwargs)
         try:
             # A transactional producer's InitProducerId fences any earlier attempt of this task
             # and aborts the transaction it left open.
@@ -140,7 +145,7 @@ class _TaskWriter:
             distinct = pc.unique(topic_column).to_pylist()
         for name in distinct:
             if name not in self.counts:
-                self.counts[name] = await topic_partitions(self.producer, name,
+                self.counts[name] = await topic_partitions(client_of(self.producer), name,
                                                            self.settings.max_block_ms)
         partitions: list[int | None]
         if "partition" in columns and columns["partition"].null_count < n:
@@ -220,20 +225,17 @@ def _headers(column: pa.Array) -> list[tuple[tuple[str, bytes | None], ...]]:
             for row in column.to_pylist()]
 
 
-async def topic_partitions(producer: AIOKafkaProducer | AIOKafkaClient, topic: str,
-                           wait_ms: int) -> int:
+async def topic_partitions(client: clients.NetworkClient, topic: str, wait_ms: int) -> int:
     """The partition count of ``topic``, letting the broker create it if it does that.
 
     A Metadata request that allows auto-creation answers UNKNOWN_TOPIC_OR_PARTITION only when
     the topic is missing and the broker does not create topics (auto.create.topics.enable=false):
     that is reported at once, by name, instead of after max.block.ms as Kafka's producer does.
     """
-    client = producer if isinstance(producer, AIOKafkaClient) else producer.client
     deadline = time.monotonic() + wait_ms / 1000  # kafka.max.block.ms
     while True:
-        node = client.get_random_node()
-        response = await client.send(node, MetadataRequest([topic],
-                                                            allow_auto_topic_creation=True))
+        response = await send_to_any_broker(
+            client, MetadataRequest([topic], allow_auto_topic_creation=True))
         for entry in response.topics:
             code, name, partitions = entry[0], entry[1], entry[3]
             if name != topic:
@@ -274,12 +276,7 @@ def end_transactions(settings: ProducerSettings, transactions: Iterable[Transact
 
 async def _end_all(settings: ProducerSettings, wanted: list[Transaction],
                    commit: bool) -> dict[str, int]:
-    kwargs = settings.producer_kwargs()
-    client = AIOKafkaClient(
-        bootstrap_servers=kwargs["bootstrap_servers"], client_id=kwargs["client_id"],
-        request_timeout_ms=kwargs["request_timeout_ms"],
-        retry_backoff_ms=kwargs["retry_backoff_ms"],
-        **{k: v for k, v in kwargs.items() if k.startswith(("ssl_", "sasl_", "security_"))})
+    client = clients.network_client(settings.producer_kwargs())
     await client.bootstrap()
     try:
         results = await asyncio.gather(*(_end_one(client, settings, txn, commit)
@@ -289,16 +286,15 @@ async def _end_all(settings: ProducerSettings, wanted: list[Transaction],
         await client.close()
 
 
-async def _end_one(client: AIOKafkaClient, settings: ProducerSettings, txn: Transaction,
+async def _end_one(client: clients.NetworkClient, settings: ProducerSettings, txn: Transaction,
                    commit: bool) -> int:
     transactional_id, producer_id, epoch = txn
     deadline = time.monotonic() + settings.request_timeout_ms / 1000
     while True:
         try:
-            node = await client.coordinator_lookup(CoordinationType.TRANSACTION, transactional_id)
-            response = await client.send(
-                node, EndTxnRequest(transactional_id, producer_id, epoch, commit),
-                group=ConnectionGroup.COORDINATION)
+            response = await send_to_transaction_coordinator(
+                client, transactional_id,
+                EndTxnRequest(transactional_id, producer_id, epoch, commit))
             code = response.error_code
         except (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
                 Errors.RequestTimedOutError, Errors.CoordinatorNotAvailableError,

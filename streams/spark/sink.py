@@ -146,16 +146,13 @@ def new_stream_writer(options: dict[str, str], schema: StructType) -> StreamsStr
 
 def _check_topic(options: SinkOptions) -> None:
     """The 'topic' option names a topic the tasks can write (fail at save(), not in a task)."""
-    from aiokafka.client import AIOKafkaClient
+    from streams.kafka import clients
 
     assert options.topic is not None
-    kwargs = options.producer.producer_kwargs()
+    settings = options.producer.producer_kwargs()
 
     async def run() -> None:
-        client = AIOKafkaClient(
-            bootstrap_servers=kwargs["bootstrap_servers"], client_id=kwargs["client_id"],
-            request_timeout_ms=kwargs["request_timeout_ms"],
-            **{k: v for k, v in kwargs.items() if k.startswith(("ssl_", "sasl_", "security_"))})
+        client = clients.network_client(settings)
         await client.bootstrap()
         try:
             await topic_partitions(client, options.topic or "", options.producer.max_block_ms)

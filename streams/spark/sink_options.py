@@ -25,7 +25,12 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from streams.kafka.client_config import ClientConfigError, check_security, security_kwargs
+from streams.kafka.client_config import (
+    ClientConfigError,
+    check_security,
+    client_settings,
+    security_kwargs,
+)
 from streams.spark.source_offsets import _security_option
 
 AT_LEAST_ONCE = "at_least_once"
@@ -94,18 +99,17 @@ class ProducerSettings:
     def producer_kwargs(self) -> dict[str, Any]:
         """aiokafka ``AIOKafkaProducer`` arguments, transactional id excepted."""
         return {
-            "bootstrap_servers": self.bootstrap_servers,
-            "client_id": self.client_id,
+            **client_settings(self.bootstrap_servers, client_id=self.client_id,
+                              request_timeout_ms=self.request_timeout_ms,
+                              options=self.security_kwargs()),
             "acks": -1 if self.acks == "all" else int(self.acks),
             "linger_ms": self.linger_ms,
             "max_batch_size": self.batch_size,
             "compression_type": None if self.compression_type == "none" else
             self.compression_type,
             "max_request_size": self.max_request_size,
-            "request_timeout_ms": self.request_timeout_ms,
             "retry_backoff_ms": self.retry_backoff_ms,
             "enable_idempotence": self.enable_idempotence == "true",
-            **self.security_kwargs(),
         }
 
 
