@@ -5,22 +5,32 @@ upgrade moves them, these fail first, with a clear name."""
 from __future__ import annotations
 
 import asyncio
+import socket
 import time
 
+import pytest
 from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.protocol.admin import DeleteGroupsRequest
+from aiokafka.protocol.metadata import MetadataRequest
+from aiokafka.protocol.transaction import EndTxnRequest
 from helpers import create_topics
 
+from streams.kafka import clients
+from streams.kafka.client_config import client_settings
 from streams.kafka.internals import (
     cluster_metadata,
     group_metadata,
+    producer_transaction,
     refresh_metadata,
     request_rejoin,
+    send_to_any_broker,
     send_to_node,
+    send_to_transaction_coordinator,
 )
 
 GROUP_ID_NOT_FOUND = 69
+UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def test_refresh_metadata_finds_a_topic_created_after_the_consumer_started(broker) -> None:
@@ -107,5 +117,63 @@ def test_send_to_node_delivers_a_request_aiokafka_has_no_call_for(broker) -> Non
             assert [tuple(r) for r in response.results] == [("del-group", GROUP_ID_NOT_FOUND)]
         finally:
             await admin.close()
+
+    asyncio.run(run())
+
+
+def test_network_client_requests_reach_any_broker_and_the_transaction_coordinator(broker) -> None:
+    """The Spark sink's two raw requests: Metadata that must not create a topic here, and an
+    EndTxn from another connection that commits a transaction a producer left open."""
+    create_topics(broker.bootstrap, {"txn-out": 1})
+    settings = client_settings(broker.bootstrap, client_id="seam-test")
+
+    async def run() -> None:
+        producer = clients.producer(settings, transactional_id="seam-txn",
+                                    enable_idempotence=True)
+        await clients.start(producer, settings)
+        try:
+            await producer.begin_transaction()
+            await producer.send_and_wait("txn-out", b"kept")
+            tid, pid, epoch = producer_transaction(producer)
+        finally:
+            await producer.stop()  # leaves the transaction open
+        client = clients.network_client({**settings, "linger_ms": 5})  # producer-only key dropped
+        await client.bootstrap()
+        try:
+            response = await send_to_any_broker(
+                client, MetadataRequest(["txn-out", "never-made"], allow_auto_topic_creation=False))
+            by_name = {t[1]: (t[0], len(t[3])) for t in response.topics}
+            assert by_name == {"txn-out": (0, 1), "never-made": (UNKNOWN_TOPIC_OR_PARTITION, 0)}
+            response = await send_to_transaction_coordinator(
+                client, tid, EndTxnRequest(tid, pid, epoch, True))
+            assert response.error_code == 0
+        finally:
+            await client.close()
+        consumer = clients.consumer(settings, isolation_level="read_committed",
+                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        await clients.start(consumer, settings)
+        try:
+            tp = TopicPartition("txn-out", 0)
+            consumer.assign([tp])
+            records = await consumer.getmany(tp, timeout_ms=10_000)
+            assert [r.value for r in records.get(tp, [])] == [b"kept"]
+        finally:
+            await consumer.stop()
+
+    asyncio.run(run())
+
+
+def test_start_says_why_a_client_cannot_bootstrap() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = client_settings(f"127.0.0.1:{port}", request_timeout_ms=2_000)
+
+    async def run() -> None:
+        admin = clients.admin(settings)
+        with pytest.raises(clients.BootstrapError) as caught:
+            await clients.start(admin, settings)
+        assert caught.value.reason is not None and "Connect call failed" in caught.value.reason
+        assert str(caught.value).endswith(caught.value.reason)
 
     asyncio.run(run())
