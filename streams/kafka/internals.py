@@ -120,6 +120,8 @@ def member_id(consumer: Any) -> str:
 
 def client_of(client: AIOKafkaConsumer | AIOKafkaProducer) -> AIOKafkaClient:
     """The network client behind a consumer or producer (metadata, raw requests)."""
+    if isinstance(client, AIOKafkaProducer):
+        return client.client  # public on the producer
     return client._client  # noqa: SLF001
 
 

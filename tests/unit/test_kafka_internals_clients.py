@@ -19,6 +19,7 @@ from helpers import create_topics
 from streams.kafka import clients
 from streams.kafka.client_config import client_settings
 from streams.kafka.internals import (
+    client_of,
     cluster_metadata,
     group_metadata,
     producer_transaction,
@@ -135,6 +136,9 @@ def test_network_client_requests_reach_any_broker_and_the_transaction_coordinato
             await producer.begin_transaction()
             await producer.send_and_wait("txn-out", b"kept")
             tid, pid, epoch = producer_transaction(producer)
+            response = await send_to_any_broker(client_of(producer), MetadataRequest(
+                ["txn-out"], allow_auto_topic_creation=False))
+            assert [(t[0], t[1]) for t in response.topics] == [(0, "txn-out")]
         finally:
             await producer.stop()  # leaves the transaction open
         client = clients.network_client({**settings, "linger_ms": 5})  # producer-only key dropped
