@@ -9,33 +9,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader
+from handler_calls import call, run_broker
 
-from streams.broker import Broker, BrokerConfig
+from streams.broker import Broker
 from streams.broker.groups import errors
 from streams.broker.groups.protocols import GroupType
-from streams.broker.handlers import REGISTRY
-from streams.broker.protocol import (
-    RequestContext,
-    build_entity,
-    encode_response,
-    request_is_flexible,
-)
 
 COMMIT, JOIN, LIST, DELETE, HEARTBEAT, DESCRIBE = 8, 11, 16, 42, 68, 69
 FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH, UNSUPPORTED_VERSION = 110, 113, 35
 
-
-async def call(broker: Broker, key: int, version: int, fields: dict[str, Any]) -> Any:
-    request = build_entity(load_request_schema(key, version), fields)
-    ctx = RequestContext(key, version, 7, "test-client", request_is_flexible(key, version))
-    body = await REGISTRY[key].func(broker, ctx, request)
-    assert body is not None
-    frame = encode_response(ctx, body)
-    pos = 8 + (1 if ctx.flexible else 0)
-    response, _ = entity_reader(load_response_schema(key, version))(frame, pos)
-    return response
 
 
 class Member:
@@ -73,20 +55,8 @@ class Member:
 
 
 def run(tmp_path: Path, body: Any) -> None:
-    async def main() -> None:
-        broker = Broker(BrokerConfig.from_mapping({
-            "data_dir": tmp_path, "offsets_topic_num_partitions": 2,
-            "group_consumer_heartbeat_interval_ms": 500}))
-        broker.topics.load()
-        await broker.groups.start()
-        try:
-            broker.topics.create("t", 4)
-            await asyncio.wait_for(body(broker), 10)
-        finally:
-            await broker.groups.stop()
-            await broker.stop()
-
-    asyncio.run(main())
+    run_broker(tmp_path, {"offsets_topic_num_partitions": 2,
+                          "group_consumer_heartbeat_interval_ms": 500}, body, {"t": 4})
 
 
 def test_incremental_revocation_and_epoch_fencing(tmp_path: Path) -> None:

@@ -8,17 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from handler_calls import call, run_broker
 from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader
 
 from streams.broker import Broker, BrokerConfig
-from streams.broker.handlers import REGISTRY, load_all, supported_versions
-from streams.broker.protocol import (
-    RequestContext,
-    build_entity,
-    encode_response,
-    request_is_flexible,
-)
+from streams.broker.handlers import load_all, supported_versions
 
 FIND_COORDINATOR, JOIN, HEARTBEAT, LEAVE, SYNC = 10, 11, 12, 13, 14
 COMMIT, FETCH, DESCRIBE, LIST, DELETE = 8, 9, 15, 16, 42
@@ -31,31 +25,13 @@ class Client:
         self.broker = broker
 
     async def call(self, key: int, version: int, fields: dict[str, Any]) -> Any:
-        request = build_entity(load_request_schema(key, version), fields)
-        ctx = RequestContext(key, version, 7, "test-client", request_is_flexible(key, version))
-        body = await REGISTRY[key].func(self.broker, ctx, request)
-        assert body is not None
-        frame = encode_response(ctx, body)
-        pos = 8 + (1 if ctx.flexible else 0)  # size, correlation id, header tags
-        response, _ = entity_reader(load_response_schema(key, version))(frame, pos)
-        return response
+        return await call(self.broker, key, version, fields)
 
 
 def run(tmp_path: Path, body: Any) -> None:
-    async def main() -> None:
-        broker = Broker(BrokerConfig.from_mapping({
-            "data_dir": tmp_path, "group_initial_rebalance_delay_ms": 0,
-            "offsets_topic_num_partitions": 2}))
-        broker.topics.load()
-        await broker.groups.start()
-        try:
-            broker.topics.create("t", 2)
-            await asyncio.wait_for(body(Client(broker)), 10)
-        finally:
-            await broker.groups.stop()
-            await broker.stop()
-
-    asyncio.run(main())
+    run_broker(tmp_path, {"group_initial_rebalance_delay_ms": 0,
+                          "offsets_topic_num_partitions": 2},
+               lambda broker: body(Client(broker)), {"t": 2})
 
 
 def test_registered_ranges() -> None:

@@ -9,19 +9,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from kio.index import load_request_schema, load_response_schema
-from kio.serial import entity_reader
+from handler_calls import call, run_broker
 
-from streams.broker import Broker, BrokerConfig
+from streams.broker import Broker
 from streams.broker.groups import errors
 from streams.broker.groups.protocols import GroupListing, GroupProtocol, GroupType
-from streams.broker.handlers import REGISTRY
-from streams.broker.protocol import (
-    RequestContext,
-    build_entity,
-    encode_response,
-    request_is_flexible,
-)
 
 COMMIT, JOIN, LIST, DELETE, OFFSET_DELETE = 8, 11, 16, 42, 47
 
@@ -53,15 +45,7 @@ class ToyShareProtocol(GroupProtocol):
         self.ticks += 1
 
 
-async def call(broker: Broker, key: int, version: int, fields: dict[str, Any]) -> Any:
-    request = build_entity(load_request_schema(key, version), fields)
-    ctx = RequestContext(key, version, 7, "test-client", request_is_flexible(key, version))
-    body = await REGISTRY[key].func(broker, ctx, request)
-    assert body is not None
-    frame = encode_response(ctx, body)
-    pos = 8 + (1 if ctx.flexible else 0)
-    response, _ = entity_reader(load_response_schema(key, version))(frame, pos)
-    return response
+
 
 
 def commit(group_id: str, offset: int = 1) -> dict[str, Any]:
@@ -71,23 +55,15 @@ def commit(group_id: str, offset: int = 1) -> dict[str, Any]:
 
 
 def run(tmp_path: Path, body: Any) -> None:
-    async def main() -> None:
-        broker = Broker(BrokerConfig.from_mapping({
-            "data_dir": tmp_path, "group_initial_rebalance_delay_ms": 0,
-            "offsets_topic_num_partitions": 2, "group_min_session_timeout_ms": 100}))
-        toy = ToyShareProtocol()
+    toy = ToyShareProtocol()
+
+    def plug_in(broker: Broker) -> None:
         broker.groups.protocols.pop(GroupType.SHARE)  # the toy stands in for real share groups
         broker.groups.register_protocol(toy)
-        broker.topics.load()
-        await broker.groups.start()
-        try:
-            broker.topics.create("t", 2)
-            await asyncio.wait_for(body(broker, toy), 10)
-        finally:
-            await broker.groups.stop()
-            await broker.stop()
 
-    asyncio.run(main())
+    run_broker(tmp_path, {"group_initial_rebalance_delay_ms": 0,
+                          "offsets_topic_num_partitions": 2, "group_min_session_timeout_ms": 100},
+               lambda broker: body(broker, toy), {"t": 2}, prepare=plug_in)
 
 
 def test_list_groups_reports_and_filters_types(tmp_path: Path) -> None:
