@@ -10,11 +10,7 @@ exactly-once output must be strictly increasing and end at the exact count.
 from __future__ import annotations
 
 import json
-import os
 import random
-import signal
-import subprocess
-import sys
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -22,6 +18,7 @@ from pathlib import Path
 import pytest
 from helpers import RECENT_TS, wait_until
 
+from .app_process import AppProcess
 from .kafka_io import create_topics, produce, read_all
 
 SCRIPT = Path(__file__).with_name("counting_app.py")
@@ -30,26 +27,14 @@ CHUNK = 400
 KILLS = 4
 
 
-class App:
+class App(AppProcess):
+    """counting_app.py in its own process."""
+
     def __init__(self, bootstrap: str, guarantee: str, state_dir: Path, log: Path,
                  cache_max_bytes: int = 0, config: dict | None = None) -> None:
-        self.log = log
-        env = dict(os.environ, PYTHONUNBUFFERED="1",
-                   PYTHONPATH=str(Path(__file__).parents[2]),
-                   COUNTING_APP_CONFIG=json.dumps(config or {}))
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, str(SCRIPT), bootstrap, guarantee, str(state_dir),
-                 str(cache_max_bytes)],
-                stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def running(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
-        return "STATE RUNNING" in self.output()
+        super().__init__(SCRIPT, [bootstrap, guarantee, str(state_dir), str(cache_max_bytes)],
+                         log, env={"COUNTING_APP_CONFIG": json.dumps(config or {})},
+                         state_dir=state_dir)
 
 
 class CountingInput:
@@ -114,8 +99,7 @@ def test_counting_survives_sigkill(broker, tmp_path, guarantee, cache_max_bytes)
             wait_until(app.running, timeout=60, message=f"run {run} RUNNING")
             time.sleep(rng.uniform(0.1, 0.8))  # the crash moment (random), not a wait
         finally:
-            app.proc.send_signal(signal.SIGKILL)
-            app.proc.wait(10)
+            app.kill()
 
     produce_chunk(KILLS)
     final = App(broker.bootstrap, guarantee, state_dir, tmp_path / "app-final.log",
@@ -131,8 +115,7 @@ def test_counting_survives_sigkill(broker, tmp_path, guarantee, cache_max_bytes)
         records = read_all(broker.bootstrap, "crash-counts", until=complete, timeout=120,
                            quiet=1.0)
     finally:
-        final.proc.send_signal(signal.SIGTERM)
-        final.proc.wait(60)
+        final.stop()
     got = counts_by_key(records)
     assert set(got) == set(expected)
     if cache_max_bytes:
@@ -176,8 +159,7 @@ def test_survivor_takes_over_the_tasks_and_state_of_a_killed_instance(broker, tm
         wait_until(lambda: all(any((tmp_path / d / "crash-app").glob("*_*"))
                                for d in ("state-a", "state-b")),
                    timeout=60, message="both instances own tasks")
-        second.proc.send_signal(signal.SIGKILL)
-        second.proc.wait(10)
+        second.kill()
         produce_chunk(1)
 
         def complete(records) -> bool:
@@ -188,9 +170,7 @@ def test_survivor_takes_over_the_tasks_and_state_of_a_killed_instance(broker, tm
                            quiet=1.0)
     finally:
         for app in (first, second):
-            if app.proc.poll() is None:
-                app.proc.send_signal(signal.SIGTERM)
-                app.proc.wait(60)
+            app.stop()
     got = counts_by_key(records)
     for key, n in expected.items():
         assert got[key] == list(range(1, n + 1)), f"{key}: duplicates or gaps"

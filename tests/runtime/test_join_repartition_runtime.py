@@ -11,10 +11,6 @@ error for a join whose key serde cannot be determined.
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,6 +20,7 @@ from streams import KafkaStreams, Serdes, StreamsBuilder
 from streams.runtime import State
 from streams.topology.topology import TopologyError
 
+from .app_process import AppProcess
 from .kafka_io import create_topics, produce, read_all
 
 SCRIPT = Path(__file__).with_name("join_repartition_app.py")
@@ -32,35 +29,10 @@ USERS = 50
 PAYMENTS = 400
 
 
-class App:
-    """One instance of join_repartition_app.py in its own process."""
-
-    def __init__(self, bootstrap: str, state_dir: Path, log: Path) -> None:
-        self.state_dir = state_dir
-        self.log = log
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(Path(__file__).parents[2]))
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, str(SCRIPT), bootstrap, str(state_dir)],
-                                         stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def owns_join_tasks(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
-        # Only stateful tasks get a directory, and the join's sub-topology (it holds the users
-        # table) is the only stateful one; its number follows the topology's node order.
-        return "STATE RUNNING" in self.output() and any((self.state_dir / APP_ID).glob("*_*"))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+def start_app(bootstrap: str, state_dir: Path, log: Path) -> AppProcess:
+    """One instance of join_repartition_app.py in its own process. Only stateful tasks get a
+    directory, and the join's sub-topology (it holds the users table) is the only stateful one."""
+    return AppProcess(SCRIPT, [bootstrap, str(state_dir)], log, state_dir=state_dir)
 
 
 def test_join_after_select_key_on_four_partitions_and_two_processes(broker, tmp_path) -> None:
@@ -68,10 +40,10 @@ def test_join_after_select_key_on_four_partitions_and_two_processes(broker, tmp_
     regions = {f"user{i}": ("eu", "us", "apac")[i % 3] for i in range(USERS)}
     produce(broker.bootstrap, "users",
             [(u.encode(), r.encode(), RECENT_TS + 1_000 + i) for i, (u, r) in enumerate(regions.items())])
-    apps = [App(broker.bootstrap, tmp_path / f"state-{n}", tmp_path / f"app-{n}.log")
+    apps = [start_app(broker.bootstrap, tmp_path / f"state-{n}", tmp_path / f"app-{n}.log")
             for n in "ab"]
     try:
-        wait_until(lambda: all(app.owns_join_tasks() for app in apps), timeout=90,
+        wait_until(lambda: all(app.owns_tasks(APP_ID) for app in apps), timeout=90,
                    message="both instances RUNNING with join tasks")
         payments = {f"pay{i}": {"id": i, "user": f"user{i % USERS}", "amount": i}
                     for i in range(PAYMENTS)}

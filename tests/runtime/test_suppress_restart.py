@@ -11,11 +11,8 @@ arrive exactly once.
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import signal
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +24,7 @@ from helpers import RECENT_TS, wait_until
 from streams import KafkaStreams
 from streams.runtime import State
 
+from .app_process import AppProcess
 from .kafka_io import create_topics, produce, read_all
 from .suppress_app import APP_ID, GRACE_MS, WINDOW_MS, topology
 
@@ -35,26 +33,8 @@ KEYS = [f"k{i}" for i in range(5)]
 WINDOWS = 4  # 5 keys x 4 windows = 20 windows
 
 
-class App:
-    def __init__(self, bootstrap: str, state_dir: Path, log: Path) -> None:
-        self.log = log
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(Path(__file__).parents[2]))
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, str(SCRIPT), bootstrap, str(state_dir)],
-                                         stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def running(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
-        return "STATE RUNNING" in self.output()
-
-    def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(60)
+def start_app(bootstrap: str, state_dir: Path, log: Path) -> AppProcess:
+    return AppProcess(SCRIPT, [bootstrap, str(state_dir)], log, state_dir=state_dir)
 
 
 def committed_offsets(bootstrap: str, group: str) -> dict[int, int]:
@@ -101,7 +81,7 @@ def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
     produce(broker.bootstrap, "suppress-input", records)
     state_dir = tmp_path / "state"
 
-    first = App(broker.bootstrap, state_dir, tmp_path / "first.log")
+    first = start_app(broker.bootstrap, state_dir, tmp_path / "first.log")
     try:
         wait_until(first.running, timeout=60, message="first instance RUNNING")
         wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID).values())
@@ -112,7 +92,7 @@ def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
         shutil.rmtree(state_dir)
     assert read_all(broker.bootstrap, "suppress-final") == []  # no window has closed yet
 
-    second = App(broker.bootstrap, state_dir, tmp_path / "second.log")
+    second = start_app(broker.bootstrap, state_dir, tmp_path / "second.log")
     try:
         wait_until(second.running, timeout=60, message="second instance RUNNING")
         late = RECENT_TS + (WINDOWS + 1) * WINDOW_MS + GRACE_MS  # past every window's close

@@ -12,14 +12,11 @@ a takes its tasks over, and a flush at T+40s releases batch 2.
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 from helpers import RECENT_TS, wait_until
 
+from .app_process import AppProcess
 from .kafka_io import create_topics, produce, read_all
 
 SCRIPT = Path(__file__).with_name("versioned_join_app.py")
@@ -31,33 +28,9 @@ PRODUCTS = [f"p{i}" for i in range(40)]
 T = RECENT_TS
 
 
-class App:
+def start_app(bootstrap: str, state_dir: Path, log: Path) -> AppProcess:
     """One instance of versioned_join_app.py in its own process."""
-
-    def __init__(self, bootstrap: str, state_dir: Path, log: Path) -> None:
-        self.state_dir = state_dir
-        self.log = log
-        env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(Path(__file__).parents[2]))
-        with open(log, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, str(SCRIPT), bootstrap, str(state_dir)],
-                                         stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def output(self) -> str:
-        return self.log.read_text(errors="replace")
-
-    def owns_tasks(self) -> bool:
-        if self.proc.poll() is not None:
-            raise AssertionError(f"app exited with {self.proc.returncode}:\n{self.output()}")
-        return "STATE RUNNING" in self.output() and any((self.state_dir / APP_ID).glob("*_*"))
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(10)
+    return AppProcess(SCRIPT, [bootstrap, str(state_dir)], log, state_dir=state_dir)
 
 
 def encode(records: list[tuple[str, str, int]]) -> list[tuple[bytes, bytes, int]]:
@@ -102,9 +75,10 @@ def test_versioned_join_with_grace_on_four_partitions_and_two_processes(broker,
     expected = sorted((p, f"{o}@{price_as_of(versions, p, ts)}", ts)
                       for p, o, ts in batch1 + batch2)
 
-    apps = [App(bootstrap, tmp_path / f"state-{n}", tmp_path / f"app-{n}.log") for n in "ab"]
+    apps = [start_app(bootstrap, tmp_path / f"state-{n}", tmp_path / f"app-{n}.log")
+            for n in "ab"]
     try:
-        wait_until(lambda: all(app.owns_tasks() for app in apps), timeout=90,
+        wait_until(lambda: all(app.owns_tasks(APP_ID) for app in apps), timeout=90,
                    message="both instances RUNNING with tasks")
         produce(bootstrap, "prices", encode(price_records))
         count(bootstrap, PRICES_CHANGELOG, len(price_records))
