@@ -26,6 +26,7 @@ from aiokafka.structs import RecordMetadata
 
 from connect.api import ConnectException
 from connect.runtime import clients
+from streams.kafka import clients as kafka_clients
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -61,8 +62,8 @@ class FencedConfigWriter:
         async with self._lock:
             if self.producer is not None:
                 return
-            producer = AIOKafkaProducer(
-                **clients.base_kwargs(self.config), acks="all", enable_idempotence=True,
+            producer = kafka_clients.producer(
+                clients.base_kwargs(self.config), acks="all", enable_idempotence=True,
                 transactional_id=transactional_id(self.config.group_id),
                 client_id=f"connect-cluster-{self.config.group_id}-leader")
             await producer.start()

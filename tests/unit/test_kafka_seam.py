@@ -6,6 +6,7 @@ what aiokafka has no public API for lives in ``streams.kafka.internals`` (contra
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 from pathlib import Path
 
@@ -36,7 +37,8 @@ def _private_names(source: str) -> set[str]:
     return {n for n in names if n.startswith("_") and not n.startswith("__")}
 
 
-def private_attributes() -> set[str]:
+@functools.cache
+def private_attributes() -> frozenset[str]:
     """``_names`` the aiokafka client classes' modules use and our own code never defines:
     reaching for one of them on an object depends on aiokafka's internals (``_loop`` or
     ``_metadata`` are ours too, so they cannot tell)."""
@@ -54,10 +56,10 @@ def private_attributes() -> set[str]:
                 ours.add(node.name)
             elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
                 ours.add(node.target.id)  # dataclass fields
-    return theirs - ours
+    return frozenset(theirs - ours)
 
 
-def violations(text: str, where: str, private: set[str]) -> list[str]:
+def violations(text: str, where: str, private: frozenset[str]) -> list[str]:
     """Each forbidden use in one module's source, as ``where:line what``, in line order."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(text, where)):
