@@ -495,9 +495,11 @@ def main(argv: list[str] | None = None) -> int:
                 shutil.rmtree(workdir, ignore_errors=True)
         else:
             failed += 1
+            # The seed alone replays the run (a pinned choice is pinned again).
+            pins = (f" --guarantee {args.guarantee}" if args.guarantee else "") + \
+                (f" --faults {args.faults}" if args.faults else "")
             print(f"reproduce: python -m tests.faults.connect_harness --seed {run_seed} "
-                  f"--minutes 0 --guarantee {guarantee} --faults "
-                  f"{','.join(f.kind for f in schedule.faults)}", flush=True)
+                  f"--minutes 0{pins}", flush=True)
         i += 1
     print(f"{passed} passed, {failed} failed (seeds {seed}..{seed + i - 1})")
     return 1 if failed else 0
