@@ -15,6 +15,9 @@ from aiokafka.admin import AIOKafkaAdminClient
 from connect.config_def import ConfigException
 from streams.kafka import clients as kafka_clients
 from streams.kafka.client_config import (
+    ALL_CONSUMER_KEYS,
+    ALL_PRODUCER_KEYS,
+    CONNECTION_KEYS,
     JVM_ONLY_KEYS,
     SECURITY_KEYS,
     ClientConfigError,
@@ -30,52 +33,16 @@ if TYPE_CHECKING:
     # security.protocol/ssl.*/sasl.* keys and admin.* prefix apply.
     Target = str | WorkerConfig
 
-_INT = int
-
-
-def _bool(v: str) -> bool:
-    return str(v).lower() == "true"
-
-
-_PRODUCER = {
-    "acks": ("acks", lambda v: v if v == "all" else int(v)),
-    "linger.ms": ("linger_ms", _INT),
-    "batch.size": ("max_batch_size", _INT),
-    "max.request.size": ("max_request_size", _INT),
-    "compression.type": ("compression_type", lambda v: None if v == "none" else v),
-    "enable.idempotence": ("enable_idempotence", _bool),
-    "request.timeout.ms": ("request_timeout_ms", _INT),
-    "retry.backoff.ms": ("retry_backoff_ms", _INT),
-    "client.id": ("client_id", str),
-    "metadata.max.age.ms": ("metadata_max_age_ms", _INT),
+# Kafka's client keys as streams.kafka.client_config maps them; (None, None): a producer key
+# accepted with nothing to set on aiokafka's producer.
+_PRODUCER: dict[str, tuple[str | None, Any]] = {
+    **ALL_PRODUCER_KEYS,
     "max.in.flight.requests.per.connection": (None, None),
     "delivery.timeout.ms": (None, None),
     "buffer.memory": (None, None),
-    "bootstrap.servers": ("bootstrap_servers", str),
 }
-
-_CONSUMER = {
-    "max.poll.records": ("max_poll_records", _INT),
-    "fetch.max.bytes": ("fetch_max_bytes", _INT),
-    "fetch.min.bytes": ("fetch_min_bytes", _INT),
-    "fetch.max.wait.ms": ("fetch_max_wait_ms", _INT),
-    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _INT),
-    "auto.offset.reset": ("auto_offset_reset", str),
-    "isolation.level": ("isolation_level", str),
-    "session.timeout.ms": ("session_timeout_ms", _INT),
-    "heartbeat.interval.ms": ("heartbeat_interval_ms", _INT),
-    "max.poll.interval.ms": ("max_poll_interval_ms", _INT),
-    "request.timeout.ms": ("request_timeout_ms", _INT),
-    "client.id": ("client_id", str),
-    "metadata.max.age.ms": ("metadata_max_age_ms", _INT),
-    "bootstrap.servers": ("bootstrap_servers", str),
-}
-
-
-_ADMIN = {key: _CONSUMER[key] for key in ("request.timeout.ms", "client.id",
-                                          "metadata.max.age.ms", "bootstrap.servers")}
-_ADMIN.update({"retry.backoff.ms": ("retry_backoff_ms", _INT),
-               "connections.max.idle.ms": ("connections_max_idle_ms", _INT)})
+_CONSUMER: dict[str, tuple[str | None, Any]] = dict(ALL_CONSUMER_KEYS)
+_ADMIN: dict[str, tuple[str | None, Any]] = dict(CONNECTION_KEYS)
 
 
 def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any]:

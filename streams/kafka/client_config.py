@@ -403,24 +403,58 @@ def _compression(value: Any) -> str | None:
     return None if text == "none" else text
 
 
-# Kafka client key -> (aiokafka argument, converter); tuning the runtime never sets itself.
-COMMON_KEYS: dict[str, tuple[str, Any]] = {
-    "connections.max.idle.ms": ("connections_max_idle_ms", _int),
+def _acks(value: Any) -> str | int:
+    text = str(value).strip().lower()
+    return "all" if text in ("all", "-1") else int(text)
+
+
+# Every Kafka client key the Python clients honour: Kafka's name -> (aiokafka argument,
+# converter), written once. A component takes all of a client's keys (Connect's producer.* and
+# consumer.*) or picks the ones it lets users tune (Kafka Streams' tables below).
+CONNECTION_KEYS: dict[str, tuple[str, Any]] = {
+    "bootstrap.servers": ("bootstrap_servers", str),
+    "client.id": ("client_id", str),
+    "request.timeout.ms": ("request_timeout_ms", _int),
     "retry.backoff.ms": ("retry_backoff_ms", _int),
+    "metadata.max.age.ms": ("metadata_max_age_ms", _int),
+    "connections.max.idle.ms": ("connections_max_idle_ms", _int),
 }
-PRODUCER_KEYS: dict[str, tuple[str, Any]] = {
-    **COMMON_KEYS,
+ALL_PRODUCER_KEYS: dict[str, tuple[str, Any]] = {
+    **CONNECTION_KEYS,
+    "acks": ("acks", _acks),
     "linger.ms": ("linger_ms", _int),
-    "compression.type": ("compression_type", _compression),
+    "batch.size": ("max_batch_size", _int),
     "max.request.size": ("max_request_size", _int),
+    "compression.type": ("compression_type", _compression),
+    "enable.idempotence": ("enable_idempotence", _bool),
 }
-CONSUMER_KEYS: dict[str, tuple[str, Any]] = {
-    **COMMON_KEYS,
+ALL_CONSUMER_KEYS: dict[str, tuple[str, Any]] = {
+    **CONNECTION_KEYS,
+    "max.poll.records": ("max_poll_records", _int),
     "fetch.max.bytes": ("fetch_max_bytes", _int),
     "fetch.min.bytes": ("fetch_min_bytes", _int),
+    "fetch.max.wait.ms": ("fetch_max_wait_ms", _int),
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _int),
+    "auto.offset.reset": ("auto_offset_reset", str),
+    "isolation.level": ("isolation_level", str),
+    "session.timeout.ms": ("session_timeout_ms", _int),
+    "heartbeat.interval.ms": ("heartbeat_interval_ms", _int),
+    "max.poll.interval.ms": ("max_poll_interval_ms", _int),
     "check.crcs": ("check_crcs", _bool),
     "client.rack": ("client_rack", str),
 }
+
+
+def _pick(table: Mapping[str, tuple[str, Any]], *keys: str) -> dict[str, tuple[str, Any]]:
+    return {key: table[key] for key in keys}
+
+
+# What Kafka Streams users tune; the runtime sets the rest itself (STREAMS_OWNED).
+COMMON_KEYS = _pick(CONNECTION_KEYS, "connections.max.idle.ms", "retry.backoff.ms")
+PRODUCER_KEYS = {**COMMON_KEYS, **_pick(ALL_PRODUCER_KEYS, "linger.ms", "compression.type",
+                                        "max.request.size")}
+CONSUMER_KEYS = {**COMMON_KEYS, **_pick(ALL_CONSUMER_KEYS, "fetch.max.bytes", "fetch.min.bytes",
+                                        "check.crcs", "client.rack")}
 
 
 def convert_keys(props: Mapping[str, Any], table: Mapping[str, tuple[str, Any]],
