@@ -6,6 +6,8 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -29,16 +31,27 @@ def count_topology():
     return builder.build()
 
 
-def run_counts(broker, tmp_path: Path, expected: dict[str, int]) -> None:
+@contextmanager
+def counting_app(broker, tmp_path: Path) -> Iterator[Callable[[dict[str, int]], None]]:
+    """The counting app, running; the function given waits until the counts are ``expected``."""
     streams = KafkaStreams(count_topology(), {
         "application.id": "partitioner-check", "bootstrap.servers": broker.bootstrap,
         "state.dir": str(tmp_path / "state"), "commit.interval.ms": 100})
     streams.start()
-    try:
+
+    def wait_for(expected: dict[str, int]) -> None:
         read_all(broker.bootstrap, "click-counts",
                  until=lambda rs: latest_by_key(rs) == expected, timeout=60)
+
+    try:
+        yield wait_for
     finally:
         assert streams.close(timeout=30)
+
+
+def run_counts(broker, tmp_path: Path, expected: dict[str, int]) -> None:
+    with counting_app(broker, tmp_path) as wait_for:
+        wait_for(expected)
 
 
 def warnings_of_check(caplog: pytest.LogCaptureFixture) -> list[str]:
@@ -59,21 +72,11 @@ def test_confluent_kafka_default_partitioner_gets_one_warning(broker, tmp_path, 
     create_topics(broker.bootstrap, {"clicks": 4})
     first = [(k, "a") for k in KEYS] * 2
     produce_with_confluent_kafka(broker.bootstrap, first)
-    expected = {k: 2 for k in KEYS}
-    streams = KafkaStreams(count_topology(), {
-        "application.id": "partitioner-check", "bootstrap.servers": broker.bootstrap,
-        "state.dir": str(tmp_path / "state"), "commit.interval.ms": 100})
-    streams.start()
-    try:
-        read_all(broker.bootstrap, "click-counts",
-                 until=lambda rs: latest_by_key(rs) == expected, timeout=60)
+    with counting_app(broker, tmp_path) as wait_for:
+        wait_for({k: 2 for k in KEYS})
         # more of the same while the app runs: still one warning
         produce_with_confluent_kafka(broker.bootstrap, [(k, "b") for k in KEYS])
-        expected = {k: 3 for k in KEYS}
-        read_all(broker.bootstrap, "click-counts",
-                 until=lambda rs: latest_by_key(rs) == expected, timeout=60)
-    finally:
-        assert streams.close(timeout=30)
+        wait_for({k: 3 for k in KEYS})
     warned = warnings_of_check(caplog)
     assert len(warned) == 1, warned
     assert "'clicks'" in warned[0] and "partitioner=murmur2_random" in warned[0]
