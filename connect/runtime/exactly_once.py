@@ -277,6 +277,11 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             raise
         finally:
             if prefetched is not None:  # polled, never sent: read again after a restart
+                # Let the poll return first: cancelling a plugin call that is still running
+                # abandons the task's thread, and an abandoned task reports no FAILED status.
+                # A poll stuck past the graceful timeout is given up on all the same.
+                timeout = self.env.worker.task_shutdown_graceful_timeout_ms / 1000
+                await asyncio.wait({prefetched}, timeout=timeout)
                 prefetched.cancel()
                 with contextlib.suppress(BaseException):
                     await prefetched
@@ -369,6 +374,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             return
         await self._begin()  # after an abort, the offsets still need a transaction
         await self.collector.flush()
+        await self._raise_failed_batch()
         offsets = list(self.pending_offsets.values())
         await self._write_offsets()
         assert self.offsets is not None
@@ -388,6 +394,26 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._collect_acked()  # every batch is acknowledged now: commit_record per record
         self.acked = {}  # written above, inside the transaction
         await self.call(self._source_task.commit)
+
+    async def _raise_failed_batch(self) -> None:
+        """Wait until every record of the transaction was written, and fail the commit if one
+        was not. aiokafka's producer fails a batch on its own (a partition without a leader
+        past request.timeout.ms, a record the broker refuses) and would still commit the
+        transaction with the offsets of the lost records; Kafka's producer makes the
+        transaction abortable, so its commitTransaction throws and the task fails, whatever
+        errors.tolerance says."""
+        futures = {f for _r, f, _i in self.outstanding if f is not None}
+        if not futures:
+            return
+        await asyncio.gather(*futures, return_exceptions=True)
+        for future in futures:
+            failed = None if future.cancelled() else future.exception()
+            if failed is not None:
+                self.commits_failed += 1
+                raise ConnectException(
+                    f"Failed to flush offsets and/or records for task {self.id}: a batch of the "
+                    f"transaction was not written ({type(failed).__name__}: {failed})"
+                ) from failed
 
     async def _abort(self) -> None:
         """Drop the open transaction's records (the task asked to); their offsets stay pending."""

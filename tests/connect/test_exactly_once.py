@@ -289,3 +289,45 @@ def test_settings_that_cannot_be_honoured_are_refused(tmp_path: Path, broker) ->
         assert http("PUT", f"{worker.url}/connectors/src/fence")[0] == 400
     finally:
         worker.stop()
+
+
+def test_a_transaction_with_a_refused_batch_fails_the_task(tmp_path: Path, broker) -> None:
+    """A batch the broker refuses (larger than the topic's max.message.bytes) fails the
+    transaction, also with errors.tolerance=all, as Kafka's producer makes it abortable:
+    aiokafka would commit the transaction, and with it the offsets of the refused lines,
+    without their records."""
+    from aiokafka.admin import AIOKafkaAdminClient, NewTopic
+
+    async def create() -> None:
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic("small", 1, 1, topic_configs={
+                "max.message.bytes": "4096"})])
+        finally:
+            await admin.close()
+
+    asyncio.run(create())
+    source = tmp_path / "input.txt"
+    source.write_text("".join(f"line-{i}\n" for i in range(20)) + "x" * 8000 + "\n" +
+                      "".join(f"after-{i}\n" for i in range(20)))
+    props, url = worker_properties(tmp_path, broker.bootstrap, "w")
+    worker = WorkerProcess(["distributed", str(props)], tmp_path / "w.log", url).start()
+    try:
+        code, body = http("PUT", f"{url}/connectors/src/config", {
+            "connector.class": "FileStreamSource", "file": str(source), "topic": "small",
+            "errors.tolerance": "all"})
+        assert code == 201, body
+
+        def failed_trace() -> str | None:
+            code, status = http("GET", f"{url}/connectors/src/status")
+            tasks = status.get("tasks", []) if code == 200 else []
+            return next((t.get("trace", "") for t in tasks if t["state"] == "FAILED"), None)
+
+        wait_until(lambda: failed_trace() is not None, 60, message="the task failed")
+        assert "was not written" in failed_trace()
+        committed = [r.value.decode() for r in read_committed(broker.bootstrap, "small", 0,
+                                                              timeout=5)]
+        assert not any(v.startswith(("x", "after-")) for v in committed), committed
+    finally:
+        worker.stop()
