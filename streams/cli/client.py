@@ -201,12 +201,32 @@ async def partition_offsets(target: argparse.Namespace | str, partitions: list[T
         await consumer.stop()
 
 
+class _Stop:
+    """The signal that asked the running command to stop (None: none yet)."""
+
+    signum: int | None = None
+
+
+def stop_requested() -> bool:
+    """Whether SIGINT or SIGTERM arrived. Loops check it as well as being cancelled:
+    Python 3.11's ``asyncio.wait_for`` (inside aiokafka's fetch) can swallow a cancellation
+    that lands as its inner wait completes, and the command would then run on."""
+    return _Stop.signum is not None
+
+
 async def _stoppable(main: Callable[[], Awaitable[int | None]]) -> int | None:
-    """Run ``main`` so that SIGTERM cancels it like Ctrl-C does: clients close cleanly (a
-    consumer leaves its group) instead of the process dying mid-request."""
+    """Run ``main`` so that SIGINT and SIGTERM cancel it: clients close cleanly (a consumer
+    leaves its group) instead of the process dying mid-request."""
     task = asyncio.current_task()
     assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    loop = asyncio.get_running_loop()
+
+    def stop(signum: int) -> None:
+        _Stop.signum = _Stop.signum or signum
+        task.cancel()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(signum, stop, signum)
     return await main()
 
 
@@ -218,8 +238,8 @@ def run_command(prog: str, main: Callable[[], Awaitable[int | None]]) -> int:
         logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     try:
         return int(asyncio.run(_stoppable(main)) or 0)
-    except asyncio.CancelledError:  # SIGTERM
-        return 128 + signal.SIGTERM
+    except asyncio.CancelledError:  # SIGINT or SIGTERM: 130 or 143, as a shell reports them
+        return 128 + (_Stop.signum or signal.SIGTERM)
     except CliError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.code

@@ -29,6 +29,7 @@ from .client import (
     positive_int,
     run_command,
     start_client,
+    stop_requested,
 )
 
 PROG = "streams consume"
@@ -248,6 +249,8 @@ async def _print_records(consumer: AIOKafkaConsumer, args: argparse.Namespace,
     last_data: float | None = None  # the silence clock starts once partitions are assigned
     try:
         while limit is None or printed < limit:
+            if stop_requested():  # a signal whose cancellation was lost on the way
+                raise asyncio.CancelledError
             wait_ms = POLL_MS
             if last_data is None and (consumer.assignment()
                                       or time.monotonic() - started > ASSIGNMENT_GRACE_S):
