@@ -109,20 +109,33 @@ async def forward_task_configs(leader_url: Callable[[], str | None], name: str,
     """A worker that is not the leader hands its connector's task configs to the leader
     (``POST /connectors/{name}/tasks``, signed under KIP-507), retrying while the leader moves
     or a session key was just replaced (403), as Kafka's reconfigureConnector does."""
+    await request_leader(leader_url, "POST", f"/connectors/{name}/tasks?forward=true",
+                         json.dumps(configs).encode(),
+                         f"Request to leader to reconfigure connector tasks for {name} failed",
+                         timeout, headers, content_type="application/json")
+
+
+async def request_leader(leader_url: Callable[[], str | None], method: str, path: str,
+                         body: bytes, failure: str, timeout: float = 60.0,
+                         headers: Callable[[bytes], dict[str, str]] | None = None,
+                         content_type: str | None = None) -> None:
+    """Send one request to the leader's REST API (signed by ``headers`` under KIP-507),
+    retrying every 0.5 s until ``timeout`` while no leader is known, the leader moves, or it
+    answers other than 2xx, 400 or 404; then raise ``failure`` with the last answer."""
     from aiohttp import ClientSession, ClientTimeout
 
-    body = json.dumps(configs).encode()
     deadline = time.monotonic() + timeout
     last = "no leader known"
     while time.monotonic() < deadline:
         url = leader_url()
         if url:
+            sent = {"Content-Type": content_type} if content_type else {}
+            if headers:
+                sent.update(headers(body))
             try:
                 async with ClientSession(timeout=ClientTimeout(total=30)) as session, \
-                        session.post(f"{url.rstrip('/')}/connectors/{name}/tasks?forward=true",
-                                     data=body, headers={"Content-Type": "application/json",
-                                                         **(headers(body) if headers else {})}
-                                     ) as response:
+                        session.request(method, f"{url.rstrip('/')}{path}", data=body,
+                                        headers=sent) as response:
                     if response.status < 300:
                         return
                     last = f"HTTP {response.status}: {(await response.text())[:300]}"
@@ -131,5 +144,4 @@ async def forward_task_configs(leader_url: Callable[[], str | None], name: str,
             except Exception as exc:  # the leader may be moving: retry until the deadline
                 last = f"{type(exc).__name__}: {exc}"
         await asyncio.sleep(0.5)
-    raise ConnectException(f"Request to leader to reconfigure connector tasks for {name} "
-                           f"failed: {last}")
+    raise ConnectException(f"{failure}: {last}")

@@ -46,6 +46,7 @@ from connect.runtime.config import (
     TRANSACTION_BOUNDARY,
     TRANSACTION_BOUNDARY_INTERVAL,
 )
+from connect.runtime.config_writer import request_leader
 from connect.runtime.offsets import offset_key
 from connect.runtime.source_task import WorkerSourceTask, _client_overrides
 from connect.runtime.status import TaskId
@@ -542,23 +543,5 @@ async def request_fencing(leader_url: Callable[[], str | None], name: str,
                           timeout: float = 60.0,
                           headers: Callable[[bytes], dict[str, str]] | None = None) -> None:
     """A worker's task needs a round: ask the leader (``PUT /connectors/{name}/fence``)."""
-    from aiohttp import ClientSession, ClientTimeout
-
-    deadline = time.monotonic() + timeout
-    last = "no leader known"
-    while time.monotonic() < deadline:
-        url = leader_url()
-        if url:
-            try:
-                async with ClientSession(timeout=ClientTimeout(total=30)) as session, \
-                        session.put(f"{url.rstrip('/')}/connectors/{name}/fence", data=b"",
-                                    headers=headers(b"") if headers else None) as response:
-                    if response.status < 300:
-                        return
-                    last = f"HTTP {response.status}: {(await response.text())[:300]}"
-                    if response.status in (400, 404):
-                        break
-            except Exception as exc:  # the leader may be moving: retry until the deadline
-                last = f"{type(exc).__name__}: {exc}"
-        await asyncio.sleep(0.5)
-    raise ConnectException(f"zombie fencing for connector {name} failed: {last}")
+    await request_leader(leader_url, "PUT", f"/connectors/{name}/fence", b"",
+                         f"zombie fencing for connector {name} failed", timeout, headers)
