@@ -83,9 +83,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def add_scenario_arguments(parser: argparse.ArgumentParser, default_earliest: bool = False,
-                           extra: bool = False) -> None:
+                           extra: bool = False, shift_by: bool = True) -> None:
     """Kafka's reset scenarios (exactly one; with ``default_earliest`` none means earliest);
-    ``extra`` adds the group tool's --to-current and --from-file."""
+    ``extra`` adds the group tool's --to-current and --from-file; ``shift_by=False`` leaves
+    out --shift-by (kafka-share-groups.sh has none)."""
     scenario = parser.add_mutually_exclusive_group(required=not default_earliest)
     if extra:
         scenario.add_argument("--to-current", action="store_true",
@@ -97,7 +98,9 @@ def add_scenario_arguments(parser: argparse.ArgumentParser, default_earliest: bo
     scenario.add_argument("--to-offset", type=int, metavar="N")
     scenario.add_argument("--to-datetime", metavar="ISO",
                           help="e.g. 2024-01-31T10:00:00.000 (UTC unless a zone is given)")
-    scenario.add_argument("--shift-by", type=int, metavar="N", help="+N or -N from the current")
+    if shift_by:
+        scenario.add_argument("--shift-by", type=int, metavar="N",
+                              help="+N or -N from the current")
     scenario.add_argument("--by-duration", metavar="PnDTnHnMnS",
                           help="the offsets of this long ago, e.g. PT1H")
 

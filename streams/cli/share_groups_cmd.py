@@ -31,6 +31,7 @@ from .group_listing import list_groups_with_types
 from .groups_cmd import (
     _print_table,
     _resolve_partitions,
+    add_scenario_arguments,
     parse_topic_partitions,
     scenario_from_args,
 )
@@ -66,14 +67,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         help="topic (optionally only some partitions); repeatable")
     topics.add_argument("--all-topics", action="store_true",
                         help="every topic the group has share state for")
-    scenario = resetting.add_mutually_exclusive_group(required=True)
-    scenario.add_argument("--to-earliest", action="store_true")
-    scenario.add_argument("--to-latest", action="store_true")
-    scenario.add_argument("--to-offset", type=int, metavar="N")
-    scenario.add_argument("--to-datetime", metavar="ISO",
-                          help="e.g. 2024-01-31T10:00:00.000 (UTC unless a zone is given)")
-    scenario.add_argument("--by-duration", metavar="PnDTnHnMnS",
-                          help="the offsets of this long ago, e.g. PT1H")
+    add_scenario_arguments(resetting, shift_by=False)
     mode = resetting.add_mutually_exclusive_group()
     mode.add_argument("--dry-run", action="store_true", help="only print the plan (default)")
     mode.add_argument("--execute", action="store_true", help="alter the start offsets")
