@@ -3,13 +3,12 @@ and a fresh page per test that records every console error."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+from tests.console.browser_check import chromium_path
 
 
 @pytest.fixture(scope="module")
@@ -17,7 +16,7 @@ def browser() -> Iterator[Any]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        instance = p.chromium.launch(executable_path=CHROMIUM,
+        instance = p.chromium.launch(executable_path=chromium_path(),
                                      args=["--no-sandbox", "--disable-gpu"])
         yield instance
         instance.close()

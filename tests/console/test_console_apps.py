@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import threading
@@ -21,10 +20,9 @@ from typing import Any
 import pytest
 from helpers import EmbeddedBroker, create_topics, free_port, wait_until
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip: the dev extra)")
-if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-    pytest.skip("no chromium browser on this machine (apt-get install chromium)",
-                allow_module_level=True)
+from tests.console.browser_check import require_browser
+
+require_browser()
 
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = os.environ.get("CONSOLE_SCREENSHOTS")

@@ -8,7 +8,6 @@ import asyncio
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -20,12 +19,9 @@ from typing import Any
 import pytest
 from helpers import EmbeddedBroker, create_topics, free_port, wait_until
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-playwright_api = pytest.importorskip("playwright.sync_api",
-                                     reason="playwright is not installed (pip: the dev extra)")
-if CHROMIUM is None:
-    pytest.skip("no chromium browser on this machine (apt-get install chromium)",
-                allow_module_level=True)
+from tests.console.browser_check import require_browser
+
+require_browser()
 
 SHOTS = os.environ.get("CONSOLE_SCREENSHOTS")  # a folder: save a screenshot of each page
 PRODUCED, CONSUMED = 10, 6

@@ -11,7 +11,6 @@ import asyncio
 import base64
 import hashlib
 import os
-import shutil
 import ssl
 import subprocess
 import sys
@@ -25,10 +24,9 @@ from typing import Any
 import pytest
 from helpers import free_port, wait_until
 
-pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip: the dev extra)")
-if not (shutil.which("chromium") or shutil.which("chromium-browser")):
-    pytest.skip("no chromium browser on this machine (apt-get install chromium)",
-                allow_module_level=True)
+from tests.console.browser_check import require_browser
+
+require_browser()
 
 from tests.security.broker.conftest import (  # noqa: E402
     ADMIN,
