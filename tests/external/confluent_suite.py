@@ -36,14 +36,14 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
+
+from kafka_python_suite import free_port, wait_accepting  # this folder: the script's path
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".cache" / "confluent-suite"
@@ -69,12 +69,6 @@ SUMMARY = re.compile(r"^=*\s*(\d+ (?:passed|failed|errors?|skipped|deselected).*
 
 def log(message: str) -> None:
     print(f"[confluent-suite] {message}", flush=True)
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def ensure_deps(python: str) -> None:
@@ -103,17 +97,6 @@ def copy_suite(source: Path, workdir: Path) -> Path:
     return root
 
 
-def wait_accepting(port: int, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.2)
-    raise RuntimeError(f"the broker did not accept connections on port {port}")
-
-
 @contextmanager
 def our_broker(python: str, workdir: Path) -> Iterator[str]:
     port = free_port()
@@ -127,7 +110,7 @@ def our_broker(python: str, workdir: Path) -> Iterator[str]:
             stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
             env=dict(os.environ, PYTHONUNBUFFERED="1"))
         try:
-            wait_accepting(port, 30)
+            wait_accepting(proc, port, 30)
             log(f"our broker pid {proc.pid} on 127.0.0.1:{port} (log {broker_log})")
             yield f"127.0.0.1:{port}"
         finally:
@@ -153,7 +136,7 @@ def our_registry(python: str, workdir: Path, bootstrap: str) -> Iterator[str]:
              "--bootstrap-servers", bootstrap], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT,
             env=dict(os.environ, PYTHONUNBUFFERED="1"))
         try:
-            wait_accepting(port, 30)
+            wait_accepting(proc, port, 30)
             yield f"http://127.0.0.1:{port}"
         finally:
             _stop(proc)
