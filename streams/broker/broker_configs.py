@@ -97,6 +97,7 @@ BROKER_PROPERTIES: tuple[BrokerProperty, ...] = (
     _simple("group.consumer.heartbeat.interval.ms", INT),
     _simple("group.consumer.max.size", INT),
     _simple("group.consumer.assignors", LIST),
+    _simple("group.consumer.migration.policy", STRING),
     _simple("transaction.max.timeout.ms", INT),
     _simple("transaction.state.log.num.partitions", INT),
     _simple("group.share.record.lock.duration.ms", INT),

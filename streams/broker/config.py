@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
@@ -53,6 +53,9 @@ class BrokerConfig(KafkaConfigModel):
     group_consumer_heartbeat_interval_ms: int = Field(5000, ge=1)
     group_consumer_max_size: int = Field(2**31 - 1, ge=1)
     group_consumer_assignors: str = "uniform,range"
+    # KIP-848 online migration of non-empty groups between the classic and consumer protocols.
+    group_consumer_migration_policy: Literal["bidirectional", "upgrade", "downgrade",
+                                             "disabled"] = "bidirectional"
 
     transaction_max_timeout_ms: int = 900000
     transaction_state_log_num_partitions: int = Field(50, ge=1)
@@ -117,6 +120,12 @@ class BrokerConfig(KafkaConfigModel):
                 f"group.share.min.record.lock.duration.ms ({low}) and "
                 f"group.share.max.record.lock.duration.ms ({high})")
         return self
+
+    @field_validator("group_consumer_migration_policy", mode="before")
+    @classmethod
+    def _policy_any_case(cls, value: Any) -> Any:
+        """Kafka reads group.consumer.migration.policy case-insensitively."""
+        return value.lower() if isinstance(value, str) else value
 
     @field_validator("group_consumer_assignors")
     @classmethod

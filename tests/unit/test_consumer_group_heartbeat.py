@@ -94,11 +94,12 @@ def test_incremental_revocation_and_epoch_fencing(tmp_path: Path) -> None:
         assert await stranger.commit(2) == errors.UNKNOWN_MEMBER_ID
         assert (await a.heartbeat()).member_epoch == 3 and len(a.owned) == 2
 
-        # Another protocol cannot use the id; admin answers name the type.
+        # Another protocol type cannot use the id (classic consumers may join: KIP-848
+        # migration, tests/integration/test_group_migration.py); admin answers name the type.
         join = await call(broker, JOIN, 9, {
             "group_id": "g", "session_timeout": 10_000, "rebalance_timeout": 10_000,
-            "member_id": "", "protocol_type": "consumer",
-            "protocols": ({"name": "range", "metadata": b""},)})
+            "member_id": "", "protocol_type": "connect",
+            "protocols": ({"name": "sessioned", "metadata": b""},)})
         assert join.error_code.value == errors.INCONSISTENT_GROUP_PROTOCOL
         listed = await call(broker, LIST, 5, {"types_filter": ("consumer",)})
         assert [(g.group_id, g.group_state, g.group_type, g.protocol_type)

@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import errors
+from . import errors, migration
 from .assignors import ASSIGNORS, TopicPartition
 from .protocols import GroupListing, GroupProtocol, GroupType
 
@@ -65,6 +65,28 @@ class ConsumerMember:
     # Left with epoch -2 (KIP-345 style): its partitions wait for the same group.instance.id
     # until the session timeout ends.
     left_static: bool = False
+    # Set for a member that speaks the classic protocol (JoinGroup/SyncGroup/Heartbeat) inside
+    # a consumer group: KIP-848's online migration (consumer_classic.py).
+    classic: ClassicMembership | None = None
+
+
+@dataclass(slots=True)
+class ClassicMembership:
+    """What a classic-protocol member of a consumer group keeps beyond a consumer member:
+    its JoinGroup protocols and session timeout, and Kafka's three timers for it (session;
+    join: it was told to rejoin; sync: it was answered a JoinGroup and must send SyncGroup),
+    as loop-clock deadlines."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+    session_deadline: float
+    join_deadline: float | None = None
+    sync_deadline: float | None = None
+
+    @property
+    def protocol_name(self) -> str:
+        """The name a JoinGroup answer carries: the member's first protocol (Kafka's)."""
+        return self.protocols[0][0]
 
 
 @dataclass(slots=True)
@@ -186,6 +208,10 @@ class ConsumerGroups(GroupProtocol):
         member = group.members.get(member_id)
         if member is None:
             return errors.UNKNOWN_MEMBER_ID
+        if member.classic is not None:
+            # A classic member commits with its generation, which is its member epoch.
+            return errors.NONE if generation_or_epoch == member.epoch \
+                else errors.ILLEGAL_GENERATION
         if api_version < 9:
             return UNSUPPORTED_VERSION
         if generation_or_epoch != member.epoch:
@@ -200,14 +226,18 @@ class ConsumerGroups(GroupProtocol):
             # consumer.session.timeout.ms (group config) over the broker's
             session = configs.int_value(group.group_id, "consumer.session.timeout.ms") / 1000
             for member in list(group.members.values()):
-                if now > member.last_heartbeat + session:
-                    log.info("consumer group %s: member %s session expired", group.group_id,
-                             member.member_id)
-                    self._remove(group, member)
-                elif member.revoke_deadline is not None and now > member.revoke_deadline:
-                    log.info("consumer group %s: member %s did not revoke in time",
-                             group.group_id, member.member_id)
-                    self._remove(group, member)
+                if self.groups.get(group.group_id) is not group:
+                    break  # downgraded to a classic group by the previous removal
+                if member.member_id not in group.members:
+                    continue
+                why = classic_expiry(member, now) if member.classic is not None else \
+                    "session expired" if now > member.last_heartbeat + session else \
+                    "did not revoke in time" if member.revoke_deadline is not None \
+                    and now > member.revoke_deadline else None
+                if why is not None:
+                    log.info("consumer group %s: member %s %s", group.group_id,
+                             member.member_id, why)
+                    self.fence(group, member)
 
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
@@ -226,16 +256,20 @@ class ConsumerGroups(GroupProtocol):
             if req.member_epoch == STATIC_LEAVE_EPOCH and leaving.instance_id is not None:
                 leaving.left_static = True  # keeps its partitions for its instance id
             else:
-                self._remove(group, leaving)
+                self.fence(group, leaving)
             return HeartbeatResult(errors.NONE, None, req.member_id, req.member_epoch)
         if group is None:
             if req.member_epoch != 0:
                 return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, None, req.member_id)
-            if not self.coordinator.claim_group_id(req.group_id, GroupType.CONSUMER):
+            upgraded = migration.maybe_upgrade(self, req.group_id)
+            if upgraded is not None:
+                group = self.groups[req.group_id] = upgraded
+            elif self.coordinator.claim_group_id(req.group_id, GroupType.CONSUMER):
+                group = self.groups[req.group_id] = ConsumerGroup(req.group_id)
+            else:
                 return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
-                                       f"Group {req.group_id} is not a consumer group.",
+                                       f"Group {req.group_id} is not a consumer group",
                                        req.member_id)
-            group = self.groups[req.group_id] = ConsumerGroup(req.group_id)
         member = group.members.get(req.member_id)
         now = self.coordinator._now()
         changed = False  # membership or subscription changed in this heartbeat
@@ -288,13 +322,8 @@ class ConsumerGroups(GroupProtocol):
         if req.server_assignor is not None and req.server_assignor != member.server_assignor:
             member.server_assignor = req.server_assignor
             changed = True
-        sizes = self._topic_sizes(group)
-        # Kafka bumps the epoch once for the member's change and once more when the subscribed
-        # topics' metadata changed (a first subscription to a topic, partitions added).
-        group.group_epoch += int(changed) + int(sizes != group.topic_sizes)
-        if group.assignment_epoch < group.group_epoch:
-            self._compute_target(group, sizes)
-        self._reconcile(group, member, req.owned, now)
+        self.advance(group, changed)
+        self.reconcile(group, member, req.owned, now)
         assignment = frozenset(member.assigned)
         # Kafka answers with the assignment on a join, on a full request (a client recovering
         # from an error sends every field) and when the assignment changed.
@@ -338,6 +367,16 @@ class ConsumerGroups(GroupProtocol):
 
     # -- assignment ----------------------------------------------------------------------------
 
+    def advance(self, group: ConsumerGroup, changed: bool) -> None:
+        """After a member's request: bump the group epoch and recompute the target.
+
+        Kafka bumps the epoch once for the member's change and once more when the subscribed
+        topics' metadata changed (a first subscription to a topic, partitions added)."""
+        sizes = self._topic_sizes(group)
+        group.group_epoch += int(changed) + int(sizes != group.topic_sizes)
+        if group.assignment_epoch < group.group_epoch:
+            self._compute_target(group, sizes)
+
     def _topic_sizes(self, group: ConsumerGroup) -> dict[str, int]:
         topics = self.coordinator.broker.topics.topics
         wanted = {t for m in group.members.values() for t in self._topics_of(m)}
@@ -356,7 +395,7 @@ class ConsumerGroups(GroupProtocol):
         log.info("consumer group %s: target assignment at epoch %d (%s)", group.group_id,
                  group.assignment_epoch, chosen)
 
-    def _reconcile(self, group: ConsumerGroup, member: ConsumerMember,
+    def reconcile(self, group: ConsumerGroup, member: ConsumerMember,
                    owned: frozenset[TopicPartition] | None, now: float) -> None:
         """One step of KIP-848's reconciliation for ``member``."""
         if member.revoking and owned is not None and not (owned & member.revoking):
@@ -368,9 +407,14 @@ class ConsumerGroups(GroupProtocol):
         to_revoke = member.assigned - target
         if to_revoke:
             member.assigned -= to_revoke
-            member.revoking = to_revoke
-            member.revoke_deadline = now + member.rebalance_timeout_ms / 1000
-            return
+            if owned is None or owned & to_revoke:
+                member.revoking = to_revoke
+                # Classic members have join/sync timers instead (Kafka's maybeReconcile).
+                member.revoke_deadline = None if member.classic is not None \
+                    else now + member.rebalance_timeout_ms / 1000
+                return
+            # It reports them released already (a classic member rejoining after an eager
+            # revocation): no revocation round, as Kafka's CurrentAssignmentBuilder.
         free = target - member.assigned - group.owned_elsewhere(member.member_id)
         member.assigned |= free
         if member.epoch != group.assignment_epoch:
@@ -392,11 +436,25 @@ class ConsumerGroups(GroupProtocol):
             group.target[req.member_id] = group.target.pop(old_id)
         return previous
 
-    def _remove(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+    def fence(self, group: ConsumerGroup, member: ConsumerMember) -> None:
+        """Remove a member that left or timed out (Kafka's consumerGroupFenceMember): when the
+        last member using the consumer protocol goes and classic members remain, the group
+        becomes a classic group again (group.consumer.migration.policy)."""
+        if migration.downgrade_allowed(self, group, member):
+            migration.downgrade(self, group, member)
+        else:
+            self.remove_member(group, member)
+
+    def remove_member(self, group: ConsumerGroup, member: ConsumerMember, bump: bool = True) -> None:
         del group.members[member.member_id]
         if member.instance_id is not None and group.static.get(member.instance_id) == \
                 member.member_id:
             del group.static[member.instance_id]
+        if bump:
+            self.after_removal(group)
+
+    def after_removal(self, group: ConsumerGroup) -> None:
+        """One group-epoch bump for the members just removed, and a new target."""
         group.group_epoch += 1
         if group.members:
             self._compute_target(group, self._topic_sizes(group))
@@ -415,4 +473,17 @@ def _invalid_regex(text: str) -> str | None:
         re.compile(text)
     except re.error as exc:
         return str(exc)
+    return None
+
+
+def classic_expiry(member: ConsumerMember, now: float) -> str | None:
+    """Why a classic-protocol member is fenced now (Kafka's session, join and sync timers)."""
+    classic = member.classic
+    assert classic is not None
+    if now > classic.session_deadline:
+        return "session expired"
+    if classic.join_deadline is not None and now > classic.join_deadline:
+        return "did not rejoin within the rebalance timeout"
+    if classic.sync_deadline is not None and now > classic.sync_deadline:
+        return "sent no SyncGroup within the rebalance timeout"
     return None

@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from . import errors
-from .consumer import ConsumerGroups
+from . import consumer_classic, errors
+from .consumer import ConsumerGroup, ConsumerGroups
 from .group import Group, GroupState
 from .group_configs import GroupConfigs
 from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult, join_error
@@ -189,6 +189,10 @@ class GroupCoordinator(OffsetOperations):
         if not low <= req.session_timeout_ms <= high:
             return join_error(errors.INVALID_SESSION_TIMEOUT, req.member_id)
         owner = self.owner(req.group_id)
+        migrated = self._classic_members_of(req.group_id)
+        if migrated is not None:
+            # KIP-848 migration: a non-empty consumer group takes classic members.
+            return consumer_classic.join(migrated[0], migrated[1], req)
         if owner is not None and not owner.yield_to_classic(req.group_id):
             # Kafka: a classic member cannot join a share group (nor a non-empty consumer group
             # without the migration policy): INCONSISTENT_GROUP_PROTOCOL.
@@ -294,6 +298,22 @@ class GroupCoordinator(OffsetOperations):
             self._prepare_rebalance(group, f"static member {req.group_instance_id} rejoined")
         self._try_complete_join(group)
         return await waiter
+
+    def _classic_members_of(self, group_id: str) -> tuple[ConsumerGroups, ConsumerGroup] | None:
+        """The non-empty consumer group answering classic requests for this id, if any."""
+        consumer = self.protocols.get(GroupType.CONSUMER)
+        if not isinstance(consumer, ConsumerGroups):
+            return None
+        group = consumer.groups.get(group_id)
+        return (consumer, group) if group is not None and group.members else None
+
+    def rebalance_downgraded(self, group: Group) -> None:
+        """A consumer group just became this classic group (migration.downgrade): rebalance."""
+        now = self._now()
+        for member in group.members.values():
+            member.last_heartbeat = now
+        self._prepare_rebalance(group, f"group {group.group_id} downgraded from consumer to "
+                                       "classic")
 
     def _park_join(self, member: Member) -> asyncio.Future[JoinResult]:
         member.complete_join(join_error(errors.REBALANCE_IN_PROGRESS, member.member_id))
@@ -437,6 +457,10 @@ class GroupCoordinator(OffsetOperations):
         assignments: Mapping[str, bytes], protocol_type: str | None = None,
         protocol_name: str | None = None,
     ) -> SyncResult:
+        migrated = self._classic_members_of(group_id)
+        if migrated is not None:
+            return consumer_classic.sync(migrated[0], migrated[1], generation_id, member_id,
+                                         group_instance_id, protocol_type, protocol_name)
         group = self.groups.get(group_id)
         if group is None:
             return SyncResult(errors.UNKNOWN_MEMBER_ID)
@@ -481,6 +505,10 @@ class GroupCoordinator(OffsetOperations):
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str,
                   group_instance_id: str | None = None) -> int:
+        migrated = self._classic_members_of(group_id)
+        if migrated is not None:
+            return consumer_classic.heartbeat(migrated[0], migrated[1], generation_id, member_id,
+                                              group_instance_id)
         group = self.groups.get(group_id)
         if group is None:
             return errors.UNKNOWN_MEMBER_ID
@@ -504,6 +532,9 @@ class GroupCoordinator(OffsetOperations):
 
         Returns the top-level error and one error per requested member.
         """
+        migrated = self._classic_members_of(group_id)
+        if migrated is not None:
+            return errors.NONE, consumer_classic.leave(migrated[0], migrated[1], members)
         group = self.groups.get(group_id)
         if group is None:
             return errors.NONE, [errors.UNKNOWN_MEMBER_ID] * len(members)

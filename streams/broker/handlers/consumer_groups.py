@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from ..server import Broker
 
 GROUP_AUTHORIZATION_FAILED = 30
-MEMBER_TYPE_CONSUMER = 1  # ConsumerGroupDescribe v1: the member uses the consumer protocol
+# ConsumerGroupDescribe v1's MemberType: the member uses the consumer (1) or classic (0) protocol
+MEMBER_TYPE_CONSUMER = 1
+MEMBER_TYPE_CLASSIC = 0
 
 
 def _consumer_groups(broker: Broker) -> ConsumerGroups:
@@ -126,7 +128,8 @@ async def consumer_group_describe(broker: Broker, ctx: RequestContext, request: 
                 "subscribed_topic_regex": m.regex.pattern if m.regex else "",
                 "assignment": assignment(m.assigned),
                 "target_assignment": assignment(group.target.get(m.member_id, ())),
-                "member_type": MEMBER_TYPE_CONSUMER,
+                "member_type": MEMBER_TYPE_CONSUMER if m.classic is None
+                else MEMBER_TYPE_CLASSIC,
             } for m in group.members.values()],
             "authorized_operations": broker.security.authorized_operations(
                 ctx, GROUP, group_id, GROUP_OPERATIONS) if requested else NOT_REQUESTED,
