@@ -372,12 +372,12 @@ class ConsumerGroups(GroupProtocol):
 
         Kafka bumps the epoch once for the member's change and once more when the subscribed
         topics' metadata changed (a first subscription to a topic, partitions added)."""
-        sizes = self._topic_sizes(group)
+        sizes = self.topic_sizes(group)
         group.group_epoch += int(changed) + int(sizes != group.topic_sizes)
         if group.assignment_epoch < group.group_epoch:
             self._compute_target(group, sizes)
 
-    def _topic_sizes(self, group: ConsumerGroup) -> dict[str, int]:
+    def topic_sizes(self, group: ConsumerGroup) -> dict[str, int]:
         topics = self.coordinator.broker.topics.topics
         wanted = {t for m in group.members.values() for t in self._topics_of(m)}
         return {t: len(topics[t].partitions) for t in wanted if t in topics}
@@ -457,7 +457,7 @@ class ConsumerGroups(GroupProtocol):
         """One group-epoch bump for the members just removed, and a new target."""
         group.group_epoch += 1
         if group.members:
-            self._compute_target(group, self._topic_sizes(group))
+            self._compute_target(group, self.topic_sizes(group))
         else:
             group.target = {}
             group.assignment_epoch = group.group_epoch

@@ -163,18 +163,19 @@ def _expect_rejoin(member: ConsumerMember, now: float) -> None:
 
 def leave(consumer: ConsumerGroups, group: ConsumerGroup,
           members: list[tuple[str, str | None]]) -> list[int]:
-    """LeaveGroup: classic members leave; one group-epoch bump for all of them."""
+    """LeaveGroup: the members leave; one group-epoch bump for all of them."""
     answers, removed = [], False
     for member_id, instance_id in members:
+        # Kafka 4.4 removes consumer-protocol members this way too (an admin's
+        # removeMembersFromConsumerGroup).
         if instance_id is None:
             member = group.members.get(member_id)
-            error = errors.NONE if member is not None and member.classic is not None \
-                else errors.UNKNOWN_MEMBER_ID
+            error = errors.NONE if member is not None else errors.UNKNOWN_MEMBER_ID
         else:
             member = group.members.get(group.static.get(instance_id, ""))
             error = errors.UNKNOWN_MEMBER_ID if member is None else \
                 errors.FENCED_INSTANCE_ID if member_id and member_id != member.member_id else \
-                errors.UNKNOWN_MEMBER_ID if member.classic is None else errors.NONE
+                errors.NONE
         if error == errors.NONE and member is not None:
             consumer.remove_member(group, member, bump=False)
             removed = True

@@ -109,6 +109,9 @@ def _from_classic(consumer: ConsumerGroups, classic: Group) -> ConsumerGroup:
         group.target[member.member_id] = set(assigned)
         if member.instance_id is not None:
             group.static[member.instance_id] = member.member_id
+    # The subscribed topics' metadata is the group's from the start: only the joining member's
+    # change bumps the epoch (as Kafka 4.4 does).
+    group.topic_sizes = consumer.topic_sizes(group)
     return group
 
 
