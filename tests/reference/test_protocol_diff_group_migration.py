@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import struct
 import time
-import uuid
 from typing import Any
 
 from .compare import Pair, Side
