@@ -22,6 +22,7 @@ from aiokafka.errors import KafkaConnectionError, KafkaError, for_code
 
 from ..config import ConfigError, read_properties
 from ..kafka import clients
+from ..kafka.admin import AdminRequestError
 from ..kafka.client_config import CLI_ROLES, ClientConfigError, ClientConfigs, client_settings
 from ..kafka.internals import security_protocol
 
@@ -243,6 +244,9 @@ def run_command(prog: str, main: Callable[[], Awaitable[int | None]]) -> int:
     except CliError as exc:
         print(f"{prog}: {exc}", file=sys.stderr)
         return exc.code
+    except AdminRequestError as exc:  # the broker lacks the API, or a group-level error
+        print(f"{prog}: {exc}", file=sys.stderr)
+        return 1
     except KafkaConnectionError as exc:
         print(f"{prog}: lost the connection to the broker: {exc}", file=sys.stderr)
         return 1

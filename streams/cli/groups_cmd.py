@@ -15,6 +15,7 @@ from aiokafka import TopicPartition
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
 
 from ..kafka import clients
+from ..kafka.admin import describe_consumer_group, list_groups_with_types
 from ..runtime import reset
 from .client import (
     REQUEST_TIMEOUT_MS,
@@ -27,7 +28,6 @@ from .client import (
     run_command,
     start_client,
 )
-from .group_listing import describe_consumer_group, list_groups_with_types
 
 PROG = "streams groups"
 COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",

@@ -16,6 +16,14 @@ from aiokafka import TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient
 
 from ..kafka import clients
+from ..kafka.admin import (
+    ShareGroupInfo,
+    alter_share_group_offsets,
+    delete_share_group_offsets,
+    describe_share_group,
+    list_groups_with_types,
+    share_group_offsets,
+)
 from ..runtime import reset
 from .client import (
     REQUEST_TIMEOUT_MS,
@@ -27,20 +35,12 @@ from .client import (
     run_command,
     start_client,
 )
-from .group_listing import list_groups_with_types
 from .groups_cmd import (
     _print_table,
     _resolve_partitions,
     add_scenario_arguments,
     parse_topic_partitions,
     scenario_from_args,
-)
-from .share_requests import (
-    ShareGroupInfo,
-    alter_share_group_offsets,
-    delete_share_group_offsets,
-    describe_share_group,
-    share_group_offsets,
 )
 
 PROG = "streams share-groups"

@@ -11,6 +11,8 @@ CLI and console, Connect, Spark and the registry reach Kafka through this packag
 - ``batching``: batched producing per partition (``RecordCollector``, murmur2 partitioning).
 - ``loop_thread``: an event loop on a thread, for synchronous callers of async clients.
 - ``admin``: the one request path for the admin requests aiokafka has no method for (ACLs, SCRAM
-  credentials, OffsetDelete, DeleteGroups, member-less OffsetCommit); ``requests`` holds the
-  request formats we write ourselves.
+  credentials, OffsetDelete, DeleteGroups, member-less OffsetCommit, ListGroups with types,
+  ConsumerGroupDescribe, the share-group admin requests); ``requests`` and ``group_requests`` hold
+  the request formats we write ourselves. What a broker cannot answer raises
+  ``admin.AdminRequestError``.
 """

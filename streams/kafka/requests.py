@@ -1,11 +1,16 @@
 """Kafka request formats that aiokafka does not ship, written from Kafka's message schemas
 (``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496), the SCRAM
 credential APIs (KIP-554), DescribeLogDirs (KIP-113), IncrementalAlterConfigs (KIP-339) and
-OffsetFetch v8 for many groups at once (KIP-709)."""
+OffsetFetch v8 for many groups at once (KIP-709); the group requests are in
+``streams.kafka.group_requests``.
+
+Each format is one :func:`api_version` (its request and response schemas) and a ``Request`` that
+builds it from its constructor's arguments, as aiokafka's own requests do."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from aiokafka import TopicPartition
 from aiokafka.protocol.api import Request, RequestStruct, Response
@@ -24,137 +29,105 @@ from aiokafka.protocol.types import (
     TaggedFields,
 )
 
-
-class OffsetDeleteResponse_v0(Response):  # noqa: N801 (aiokafka's naming)
-    API_KEY = 47
-    API_VERSION = 0
-    SCHEMA = Schema(
-        ("error_code", Int16),
-        ("throttle_time_ms", Int32),
-        ("topics", Array(("name", String("utf-8")),
-                         ("partitions", Array(("partition_index", Int32),
-                                              ("error_code", Int16))))))
+TAGS = ("tags", TaggedFields)  # a flexible version's tagged fields (KIP-482)
+_STR = CompactString("utf-8")
 
 
-class OffsetDeleteRequest_v0(RequestStruct):  # noqa: N801
-    API_KEY = 47
-    API_VERSION = 0
-    RESPONSE_TYPE = OffsetDeleteResponse_v0
-    SCHEMA = Schema(
-        ("group_id", String("utf-8")),
-        ("topics", Array(("name", String("utf-8")),
-                         ("partitions", Array(Int32)))))
+def api_version(name: str, api_key: int, version: int, request: Schema, response: Schema,
+                flexible: bool) -> type[RequestStruct]:
+    """One version of a Kafka API as aiokafka's struct classes: the request struct (named
+    ``<name>Request_v<version>``), whose ``RESPONSE_TYPE`` reads the answer. ``flexible``: the
+    version uses KIP-482's compact types and tagged fields (its schema's ``flexibleVersions``)."""
+    answer = type(f"{name}Response_v{version}", (Response,),
+                  {"API_KEY": api_key, "API_VERSION": version, "SCHEMA": response,
+                   "__module__": __name__})
+    return type(f"{name}Request_v{version}", (RequestStruct,),
+                {"FLEXIBLE_VERSION": flexible, "API_KEY": api_key, "API_VERSION": version,
+                 "RESPONSE_TYPE": answer, "SCHEMA": request, "__module__": __name__})
+
+
+def build_fields(self: Any, request_struct_class: type[RequestStruct]) -> RequestStruct:
+    """``Request.build`` for a request of one version: that version's struct from the field
+    values its constructor put in ``self.fields``."""
+    return request_struct_class(*self.fields)
+
+
+OffsetDeleteRequest_v0 = api_version(
+    "OffsetDelete", 47, 0, flexible=False,
+    request=Schema(("group_id", String("utf-8")),
+                   ("topics", Array(("name", String("utf-8")), ("partitions", Array(Int32))))),
+    response=Schema(("error_code", Int16), ("throttle_time_ms", Int32),
+                    ("topics", Array(("name", String("utf-8")),
+                                     ("partitions", Array(("partition_index", Int32),
+                                                          ("error_code", Int16)))))))
 
 
 class OffsetDelete(Request[OffsetDeleteRequest_v0]):
     API_KEY = 47
+    build = build_fields
 
     def __init__(self, group: str, partitions: Iterable[TopicPartition]) -> None:
         by_topic: dict[str, list[int]] = {}
         for tp in partitions:
             by_topic.setdefault(tp.topic, []).append(tp.partition)
-        self.group = group
-        self.topics = [(t, sorted(ps)) for t, ps in sorted(by_topic.items())]
-
-    def build(self, request_struct_class: type[OffsetDeleteRequest_v0]) -> OffsetDeleteRequest_v0:
-        return request_struct_class(self.group, self.topics)
+        self.fields = (group, [(t, sorted(ps)) for t, ps in sorted(by_topic.items())])
 
 
-class DescribeUserScramCredentialsResponse_v0(Response):  # noqa: N801
-    API_KEY = 50
-    API_VERSION = 0
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32), ("error_code", Int16),
-        ("error_message", CompactString("utf-8")),
+DescribeUserScramCredentialsRequest_v0 = api_version(
+    "DescribeUserScramCredentials", 50, 0, flexible=True,
+    request=Schema(("users", CompactArray(("name", _STR), TAGS)), TAGS),
+    response=Schema(
+        ("throttle_time_ms", Int32), ("error_code", Int16), ("error_message", _STR),
         ("results", CompactArray(
-            ("user", CompactString("utf-8")), ("error_code", Int16),
-            ("error_message", CompactString("utf-8")),
-            ("credential_infos", CompactArray(("mechanism", Int8), ("iterations", Int32),
-                                              ("tags", TaggedFields))),
-            ("tags", TaggedFields))),
-        ("tags", TaggedFields))
-
-
-class DescribeUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
-    FLEXIBLE_VERSION = True
-    API_KEY = 50
-    API_VERSION = 0
-    RESPONSE_TYPE = DescribeUserScramCredentialsResponse_v0
-    SCHEMA = Schema(("users", CompactArray(("name", CompactString("utf-8")),
-                                           ("tags", TaggedFields))),
-                    ("tags", TaggedFields))
+            ("user", _STR), ("error_code", Int16), ("error_message", _STR),
+            ("credential_infos", CompactArray(("mechanism", Int8), ("iterations", Int32), TAGS)),
+            TAGS)),
+        TAGS))
 
 
 class DescribeUserScramCredentials(Request[DescribeUserScramCredentialsRequest_v0]):
     API_KEY = 50
+    build = build_fields
 
     def __init__(self, users: list[str] | None) -> None:
-        self.users = users
-
-    def build(self, request_struct_class: type[DescribeUserScramCredentialsRequest_v0]
-              ) -> DescribeUserScramCredentialsRequest_v0:
-        users = None if self.users is None else [(name, {}) for name in self.users]
-        return request_struct_class(users, {})
+        self.fields = (None if users is None else [(name, {}) for name in users], {})
 
 
-class AlterUserScramCredentialsResponse_v0(Response):  # noqa: N801
-    API_KEY = 51
-    API_VERSION = 0
-    SCHEMA = Schema(
+AlterUserScramCredentialsRequest_v0 = api_version(
+    "AlterUserScramCredentials", 51, 0, flexible=True,
+    request=Schema(
+        ("deletions", CompactArray(("name", _STR), ("mechanism", Int8), TAGS)),
+        ("upsertions", CompactArray(("name", _STR), ("mechanism", Int8), ("iterations", Int32),
+                                    ("salt", CompactBytes), ("salted_password", CompactBytes),
+                                    TAGS)),
+        TAGS),
+    response=Schema(
         ("throttle_time_ms", Int32),
-        ("results", CompactArray(("user", CompactString("utf-8")), ("error_code", Int16),
-                                 ("error_message", CompactString("utf-8")),
-                                 ("tags", TaggedFields))),
-        ("tags", TaggedFields))
-
-
-class AlterUserScramCredentialsRequest_v0(RequestStruct):  # noqa: N801
-    FLEXIBLE_VERSION = True
-    API_KEY = 51
-    API_VERSION = 0
-    RESPONSE_TYPE = AlterUserScramCredentialsResponse_v0
-    SCHEMA = Schema(
-        ("deletions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
-                                   ("tags", TaggedFields))),
-        ("upsertions", CompactArray(("name", CompactString("utf-8")), ("mechanism", Int8),
-                                    ("iterations", Int32), ("salt", CompactBytes),
-                                    ("salted_password", CompactBytes),
-                                    ("tags", TaggedFields))),
-        ("tags", TaggedFields))
+        ("results", CompactArray(("user", _STR), ("error_code", Int16),
+                                 ("error_message", _STR), TAGS)),
+        TAGS))
 
 
 class AlterUserScramCredentials(Request[AlterUserScramCredentialsRequest_v0]):
     API_KEY = 51
+    build = build_fields
 
     def __init__(self, deletions: list[tuple[str, int]],
                  upsertions: list[tuple[str, int, int, bytes, bytes]]) -> None:
-        self.deletions = deletions
-        self.upsertions = upsertions
-
-    def build(self, request_struct_class: type[AlterUserScramCredentialsRequest_v0]
-              ) -> AlterUserScramCredentialsRequest_v0:
-        return request_struct_class([(*d, {}) for d in self.deletions],
-                                    [(*u, {}) for u in self.upsertions], {})
+        self.fields = ([(*d, {}) for d in deletions], [(*u, {}) for u in upsertions], {})
 
 
-class DescribeLogDirsResponse_v1(Response):  # noqa: N801
-    API_KEY = 35
-    API_VERSION = 1
-    SCHEMA = Schema(
+DescribeLogDirsRequest_v1 = api_version(
+    "DescribeLogDirs", 35, 1, flexible=False,
+    request=Schema(("topics", Array(("topic", String("utf-8")), ("partitions", Array(Int32))))),
+    response=Schema(
         ("throttle_time_ms", Int32),
         ("results", Array(
             ("error_code", Int16), ("log_dir", String("utf-8")),
             ("topics", Array(
                 ("name", String("utf-8")),
                 ("partitions", Array(("partition_index", Int32), ("partition_size", Int64),
-                                     ("offset_lag", Int64), ("is_future_key", Boolean))))))))
-
-
-class DescribeLogDirsRequest_v1(RequestStruct):  # noqa: N801
-    API_KEY = 35
-    API_VERSION = 1
-    RESPONSE_TYPE = DescribeLogDirsResponse_v1
-    SCHEMA = Schema(("topics", Array(("topic", String("utf-8")), ("partitions", Array(Int32)))))
+                                     ("offset_lag", Int64), ("is_future_key", Boolean)))))))))
 
 
 class DescribeLogDirs(Request[DescribeLogDirsRequest_v1]):
@@ -162,31 +135,22 @@ class DescribeLogDirs(Request[DescribeLogDirsRequest_v1]):
     None: all of them)."""
 
     API_KEY = 35
-
-    def build(self, request_struct_class: type[DescribeLogDirsRequest_v1]
-              ) -> DescribeLogDirsRequest_v1:
-        return request_struct_class(None)
+    build = build_fields
+    fields = (None,)
 
 
-class IncrementalAlterConfigsResponse_v0(Response):  # noqa: N801
-    API_KEY = 44
-    API_VERSION = 0
-    SCHEMA = Schema(
-        ("throttle_time_ms", Int32),
-        ("responses", Array(("error_code", Int16), ("error_message", String("utf-8")),
-                            ("resource_type", Int8), ("resource_name", String("utf-8")))))
-
-
-class IncrementalAlterConfigsRequest_v0(RequestStruct):  # noqa: N801
-    API_KEY = 44
-    API_VERSION = 0
-    RESPONSE_TYPE = IncrementalAlterConfigsResponse_v0
-    SCHEMA = Schema(
+IncrementalAlterConfigsRequest_v0 = api_version(
+    "IncrementalAlterConfigs", 44, 0, flexible=False,
+    request=Schema(
         ("resources", Array(
             ("resource_type", Int8), ("resource_name", String("utf-8")),
             ("configs", Array(("name", String("utf-8")), ("config_operation", Int8),
                               ("value", String("utf-8")))))),
-        ("validate_only", Boolean))
+        ("validate_only", Boolean)),
+    response=Schema(
+        ("throttle_time_ms", Int32),
+        ("responses", Array(("error_code", Int16), ("error_message", String("utf-8")),
+                            ("resource_type", Int8), ("resource_name", String("utf-8"))))))
 
 
 class IncrementalAlterConfigs(Request[IncrementalAlterConfigsRequest_v0]):
@@ -195,49 +159,36 @@ class IncrementalAlterConfigs(Request[IncrementalAlterConfigsRequest_v0]):
 
     API_KEY = 44
     SET, DELETE = 0, 1
+    build = build_fields
 
     def __init__(self, resource_type: int, name: str, changes: dict[str, str | None]) -> None:
-        self.resources = [(resource_type, name, [
+        self.fields = ([(resource_type, name, [
             (key, self.SET if value is not None else self.DELETE, value)
-            for key, value in changes.items()])]
-
-    def build(self, request_struct_class: type[IncrementalAlterConfigsRequest_v0]
-              ) -> IncrementalAlterConfigsRequest_v0:
-        return request_struct_class(self.resources, False)
+            for key, value in changes.items()])], False)
 
 
-class OffsetFetchResponse_v8(Response):  # noqa: N801
-    API_KEY = 9
-    API_VERSION = 8
-    SCHEMA = Schema(
+OffsetFetchRequest_v8 = api_version(
+    "OffsetFetch", 9, 8, flexible=True,
+    request=Schema(
+        ("groups", CompactArray(
+            ("group_id", _STR),
+            ("topics", CompactArray(("name", _STR), ("partition_indexes", CompactArray(Int32)),
+                                    TAGS)),
+            TAGS)),
+        ("require_stable", Boolean), TAGS),
+    response=Schema(
         ("throttle_time_ms", Int32),
         ("groups", CompactArray(
-            ("group_id", CompactString("utf-8")),
+            ("group_id", _STR),
             ("topics", CompactArray(
-                ("name", CompactString("utf-8")),
+                ("name", _STR),
                 ("partitions", CompactArray(
                     ("partition_index", Int32), ("committed_offset", Int64),
-                    ("committed_leader_epoch", Int32), ("metadata", CompactString("utf-8")),
-                    ("error_code", Int16), ("tags", TaggedFields))),
-                ("tags", TaggedFields))),
-            ("error_code", Int16), ("tags", TaggedFields))),
-        ("tags", TaggedFields))
-
-
-class OffsetFetchRequest_v8(RequestStruct):  # noqa: N801
-    FLEXIBLE_VERSION = True
-    API_KEY = 9
-    API_VERSION = 8
-    RESPONSE_TYPE = OffsetFetchResponse_v8
-    SCHEMA = Schema(
-        ("groups", CompactArray(
-            ("group_id", CompactString("utf-8")),
-            ("topics", CompactArray(("name", CompactString("utf-8")),
-                                    ("partition_indexes", CompactArray(Int32)),
-                                    ("tags", TaggedFields))),
-            ("tags", TaggedFields))),
-        ("require_stable", Boolean),
-        ("tags", TaggedFields))
+                    ("committed_leader_epoch", Int32), ("metadata", _STR),
+                    ("error_code", Int16), TAGS)),
+                TAGS)),
+            ("error_code", Int16), TAGS)),
+        TAGS))
 
 
 class OffsetFetchGroups(Request[OffsetFetchRequest_v8]):
@@ -245,9 +196,7 @@ class OffsetFetchGroups(Request[OffsetFetchRequest_v8]):
     (topics None: all of a group's partitions). Sent to the groups' coordinator."""
 
     API_KEY = 9
+    build = build_fields
 
     def __init__(self, groups: list[str]) -> None:
-        self.groups = groups
-
-    def build(self, request_struct_class: type[OffsetFetchRequest_v8]) -> OffsetFetchRequest_v8:
-        return request_struct_class([(g, None, {}) for g in self.groups], False, {})
+        self.fields = ([(g, None, {}) for g in groups], False, {})
