@@ -9,7 +9,10 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
 - OffsetFetch with ``require_stable`` (v7+, KIP-447), which a read_committed consumer sends so
   it never starts from offsets that an open transaction is about to replace;
 - a partition's fetch position without an await, and the client behind a consumer;
-- a group member's forced rejoin (Kafka's ``enforceRebalance``; Connect's leader uses it too);
+- a group member's forced rejoin (Kafka's ``enforceRebalance``; Connect's leader uses it too),
+  and one JoinGroup per (re)join of a member offering several protocols, as Kafka's clients
+  send (aiokafka 0.14.0 sends one per assignor; installed on import, see
+  ``_group_join_with_every_protocol``);
 - cluster metadata on demand: a refresh now, and every topic with its partitions (Connect's
   config/offset/status logs and the Spark source's planning);
 - a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups), and
@@ -35,9 +38,10 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka import errors as Errors
 from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.cluster import ClusterMetadata
+from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.group import HeartbeatRequest
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest
 from aiokafka.protocol.offset import OffsetRequest
 from aiokafka.protocol.types import (
     Boolean,
@@ -143,6 +147,54 @@ def producer_transaction(producer: AIOKafkaProducer) -> tuple[str, int, int]:
 def request_rejoin(consumer: Any) -> None:
     """Make a group member rejoin at its next poll (Kafka's ``enforceRebalance``)."""
     consumer._coordinator.request_rejoin()  # noqa: SLF001
+
+
+class _NotSent(SimpleNamespace):
+    """The answer to a JoinGroup that ``_group_join_with_every_protocol`` held back."""
+
+
+# aiokafka's own (``__wrapped__`` if this module was loaded twice and installed already).
+_aiokafka_group_join = getattr(CoordinatorGroupRebalance.perform_group_join, "__wrapped__",
+                               CoordinatorGroupRebalance.perform_group_join)
+
+
+async def _group_join_with_every_protocol(rebalance: Any) -> Any:
+    """aiokafka's group join, but only JoinGroups naming every protocol of the member go out.
+
+    aiokafka 0.14.0 sends a JoinGroup after adding each assignor's protocol to the list (the
+    send sits inside its loop over the assignors: aio-libs/aiokafka#1168), so a member with
+    three assignors joins three times with three different protocol lists. A coordinator
+    starts a new rebalance whenever a member's protocols change (Kafka's GroupCoordinator does,
+    and so does ours), so every (re)join of such a member costs three generations, and two
+    members whose join sequences get one step apart chase each other for ever: each one's next
+    JoinGroup makes the group rebalance just after the other synced (a Connect worker restarted
+    while the group waited for its killed predecessor's session to end never got an
+    assignment; 1,350 JoinGroups in 5 minutes). The shorter lists are answered here without
+    being sent; the last one, naming every protocol, is the member's one JoinGroup, as the
+    Kafka protocol specifies (a JoinGroup carries all the member's protocols)."""
+    protocols = len(rebalance._assignors)  # noqa: SLF001
+    coordinator = rebalance._coordinator  # noqa: SLF001
+    if protocols < 2:
+        return await _aiokafka_group_join(rebalance)
+    send = coordinator._send_req  # noqa: SLF001
+
+    async def send_complete_joins(request: Any) -> Any:
+        if isinstance(request, JoinGroupRequest) and \
+                len(request._group_protocols) < protocols:  # noqa: SLF001
+            return _NotSent(error_code=0)
+        return await send(request)
+
+    coordinator._send_req = send_complete_joins  # noqa: SLF001
+    try:
+        return await _aiokafka_group_join(rebalance)
+    finally:
+        del coordinator._send_req  # noqa: SLF001  (the class's method again)
+
+
+# Installed for every aiokafka consumer of the process: one with a single assignor goes
+# straight to aiokafka's own join.
+_group_join_with_every_protocol.__wrapped__ = _aiokafka_group_join  # type: ignore[attr-defined]
+CoordinatorGroupRebalance.perform_group_join = _group_join_with_every_protocol  # type: ignore[method-assign]
 
 
 _CONN_ARGS = ("ssl_context", "security_protocol", "sasl_mechanism", "sasl_plain_username",

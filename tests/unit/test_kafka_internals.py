@@ -5,11 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.client import AIOKafkaClient, CoordinationType
+from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
+from aiokafka.coordinator.protocol import (
+    ConsumerProtocolMemberAssignment,
+    ConsumerProtocolMemberMetadata,
+)
+from aiokafka.protocol.group import JoinGroupRequest
 from helpers import create_topics
 
+from streams.kafka import clients as kafka_clients
 from streams.kafka.internals import (
     FencedByGroupError,
     GroupFencedOffsets,
@@ -19,6 +28,7 @@ from streams.kafka.internals import (
     client_of,
     fetch_position,
     fetch_stable_offsets,
+    group_generation,
     group_metadata,
     high_watermarks,
     wait_on_metadata,
@@ -198,5 +208,103 @@ def test_a_generation_stops_its_consumer_when_the_updater_close_is_cut_short(bro
                                CutShortUpdater())  # type: ignore[arg-type]
         await gen.close()  # no exception: the cancellation was not ours
         assert await members() == 0
+
+    asyncio.run(run())
+
+
+# -- one JoinGroup per join for a member offering several protocols (join_with_every_protocol) --
+
+class _NoPartitions(AbstractPartitionAssignor):
+    """An assignor that hands out nothing (as Connect's: its assignment is in the user data)."""
+
+    name = "unused"
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def metadata(self, topics: Any) -> ConsumerProtocolMemberMetadata:
+        return ConsumerProtocolMemberMetadata(0, sorted(topics), b"")
+
+    def assign(self, cluster: Any, members: Any) -> dict[str, ConsumerProtocolMemberAssignment]:
+        return {m: ConsumerProtocolMemberAssignment(0, [], b"") for m in members}
+
+    def on_assignment(self, assignment: Any) -> None:
+        pass
+
+
+PROTOCOLS = ("sessioned", "compatible", "default")  # what a Connect worker offers
+
+
+def _three_protocol_member(bootstrap: str, group: str) -> AIOKafkaConsumer:
+    return kafka_clients.consumer(
+        {"bootstrap_servers": bootstrap}, TOPIC, group_id=group, enable_auto_commit=False,
+        partition_assignment_strategy=tuple(_NoPartitions(n) for n in PROTOCOLS),
+        session_timeout_ms=6000, heartbeat_interval_ms=500, max_poll_interval_ms=2**31 - 1)
+
+
+async def _keep_polling(consumer: AIOKafkaConsumer) -> None:
+    while True:
+        await consumer.getmany(timeout_ms=200)
+
+
+def test_a_member_offering_three_protocols_joins_in_one_generation(broker) -> None:
+    """aiokafka 0.14.0 alone sends a JoinGroup per assignor, each with a longer protocol list,
+    and the coordinator rebalances for each: a lone member ended up in generation 3."""
+    create_topics(broker.bootstrap, {TOPIC: 1})
+
+    async def run() -> None:
+        member = _three_protocol_member(broker.bootstrap, "three-protocols")
+        await member.start()  # returns once the member has its assignment
+        try:
+            assert group_generation(member) == 1
+        finally:
+            await member.stop()
+
+    asyncio.run(run())
+
+
+def test_a_member_joining_while_the_group_waits_for_a_dead_one_gets_its_assignment(broker) -> None:
+    """Connect fault soak seed 5012: a worker killed mid-rebalance (it joined, then never synced
+    nor left) and restarted at once. Its new member joined while the group waited for the dead
+    one's session to end, one JoinGroup behind the running member's three; from then on each
+    one's next JoinGroup (with a longer protocol list) rebalanced the group right after the
+    other synced, and the new member never got an assignment (1,350 JoinGroups in 5 minutes)."""
+    create_topics(broker.bootstrap, {TOPIC: 1})
+    group = "dead-member-rejoin"
+
+    async def dead_member_joins() -> AIOKafkaClient:
+        """JoinGroup twice (KIP-394's member id first), then silence: no SyncGroup, no
+        heartbeat, no LeaveGroup, as a worker SIGSTOPped and SIGKILLed."""
+        client = kafka_clients.network_client({"bootstrap_servers": broker.bootstrap})
+        await client.bootstrap()
+        coordinator = await client.coordinator_lookup(CoordinationType.GROUP, group)
+        meta = ConsumerProtocolMemberMetadata(0, [TOPIC], b"").encode()
+        member = ""
+        for _ in range(2):
+            resp = await client.send(coordinator, JoinGroupRequest(
+                group, 6000, 60000, member, None, "consumer", [(p, meta) for p in PROTOCOLS]))
+            member = resp.member_id
+            if resp.error_code == 0:
+                return client
+        raise AssertionError(f"the dead member could not join: error {resp.error_code}")
+
+    async def run() -> None:
+        running = _three_protocol_member(broker.bootstrap, group)
+        await running.start()
+        polling = asyncio.create_task(_keep_polling(running))
+        dead = await dead_member_joins()
+        late = _three_protocol_member(broker.bootstrap, group)
+        try:
+            # The group completes its rebalance once the dead member's 6 s session ends.
+            await asyncio.wait_for(late.start(), 30)
+            late_polling = asyncio.create_task(_keep_polling(late))
+            deadline = time.monotonic() + 20
+            while group_generation(late) != group_generation(running):
+                assert time.monotonic() < deadline, "the two members never shared a generation"
+                await asyncio.sleep(0.1)
+            late_polling.cancel()
+        finally:
+            polling.cancel()
+            await asyncio.gather(running.stop(), late.stop(), dead.close())
 
     asyncio.run(run())
