@@ -143,7 +143,15 @@ lint: $(VENV)/.installed
 
 bench: bench-broker bench-streams bench-connect bench-spark
 
-bench-deps: $(VENV)/.installed
+# Quix Streams (the Quix rows of bench-streams and bench-recovery) pins an older confluent-kafka
+# than ours, so it gets a virtualenv of its own, pinned in benchmarks/quix-requirements.txt.
+QUIX_VENV := .bench/quix-venv
+$(QUIX_VENV)/.installed: benchmarks/quix-requirements.txt
+	$(PYTHON) -m venv $(QUIX_VENV)
+	$(QUIX_VENV)/bin/pip install -q -r benchmarks/quix-requirements.txt
+	touch $@
+
+bench-deps: $(VENV)/.installed $(QUIX_VENV)/.installed
 	$(PY) -m pip install -q $(EDITABLE) '.[bench]'
 
 bench-broker: bench-deps
@@ -159,7 +167,7 @@ bench-spark: $(VENV)/.installed
 	$(PY) benchmarks/spark_perf.py
 
 bench-recovery: bench-deps
-	$(PY) benchmarks/recovery_perf.py --frameworks ours,ks
+	$(PY) benchmarks/recovery_perf.py --frameworks ours,ks,quix --quix-python $(QUIX_VENV)/bin/python
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -16,6 +16,8 @@ from typing import Any
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 REPO_ROOT = Path(__file__).resolve().parent.parent
+QUIX_REQUIREMENTS = Path(__file__).resolve().with_name("quix-requirements.txt")
+QUIX_VENV = REPO_ROOT / ".bench" / "quix-venv"
 
 
 def process_cpu_seconds(pid: int) -> float:
@@ -81,6 +83,34 @@ def _stop(proc: subprocess.Popen[bytes], sig: int, timeout: float) -> int | None
                 proc.kill()
             proc.wait(5)
     return proc.returncode
+
+
+def quix_python(given: str | None = None) -> str:
+    """A Python that imports the pinned Quix Streams: ``given``, else ``.bench/quix-venv``,
+    created from benchmarks/quix-requirements.txt on first use (Quix pins an older
+    confluent-kafka than this repository, so it cannot share the project's environment)."""
+    if given:
+        return given
+    python = QUIX_VENV / "bin" / "python"
+    stamp = QUIX_VENV / ".installed"
+    if not stamp.exists() or stamp.stat().st_mtime < QUIX_REQUIREMENTS.stat().st_mtime:
+        print(f"  installing {QUIX_REQUIREMENTS.name} into {QUIX_VENV} ...", flush=True)
+        subprocess.run([sys.executable, "-m", "venv", str(QUIX_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", "-r",
+                        str(QUIX_REQUIREMENTS)], check=True)
+        stamp.touch()
+    return str(python)
+
+
+def quix_versions(python: str) -> str:
+    """``quixstreams X (confluent-kafka Y)`` as that Python imports them, or why it cannot."""
+    out = subprocess.run([python, "-c", "import quixstreams, importlib.metadata as m;"
+                          "print(quixstreams.__version__, m.version('confluent-kafka'))"],
+                         capture_output=True, text=True)
+    q = out.stdout.split()
+    if len(q) == 2:
+        return f"quixstreams {q[0]} (confluent-kafka {q[1]})"
+    return f"quixstreams not importable: {out.stderr.strip()[-200:]}"
 
 
 def repo_env() -> dict[str, Any]:

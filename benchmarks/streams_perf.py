@@ -5,7 +5,8 @@ over the same input, every framework measured the same way in one run.
 
 Run (needs the ``bench`` extra: ``pip install -e '.[bench]'``; Quix Streams pins
 confluent-kafka<2.13, which clashes with the repository's 2.16.1 pin, so it runs in its own
-virtualenv, ``.bench/quix-venv``, created on first use with ``pip install quixstreams``)::
+virtualenv, ``.bench/quix-venv``, made by ``make bench-deps`` or on first use from
+``benchmarks/quix-requirements.txt``)::
 
     python benchmarks/streams_perf.py                  # full run: 200k records, ~25 min (Faust ~10)
     python benchmarks/streams_perf.py --quick          # 20k records
@@ -74,7 +75,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench_common import REPO_ROOT, Processes, process_cpu_seconds, raise_on_sigterm, start_broker
+from bench_common import (
+    REPO_ROOT,
+    Processes,
+    process_cpu_seconds,
+    quix_python,
+    quix_versions,
+    raise_on_sigterm,
+    start_broker,
+)
 
 try:
     from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -86,7 +95,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import streams_perf_apps as apps  # noqa: E402
 
 APPS = Path(apps.__file__).resolve()
-QUIX_VERSION = "3.28.1"
 WORKLOADS = ("filter_map", "count", "window_count", "join")
 VARIANTS = ("ours-alos", "ours-eos", "ours-alos-nocache", "ours-eos-nocache", "hand", "quix",
             "faust", "ks-alos", "ks-eos", "ks-alos-nocache", "ks-eos-nocache")
@@ -630,20 +638,6 @@ def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int,
 # main
 
 
-def ensure_quix(args: argparse.Namespace) -> str:
-    """Path of a Python that imports quixstreams (a separate venv; see the module docstring)."""
-    if args.quix_python:
-        return str(args.quix_python)
-    venv = REPO_ROOT / ".bench" / "quix-venv"
-    python = venv / "bin" / "python"
-    if not python.exists():
-        print(f"  creating {venv} with quixstreams=={QUIX_VERSION} ...", flush=True)
-        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-        subprocess.run([str(python), "-m", "pip", "install", "-q",
-                        f"quixstreams=={QUIX_VERSION}"], check=True)
-    return str(python)
-
-
 def kstreams_version() -> str:
     text = (KSTREAMS / "pom.xml").read_text()
     return text.split("<kafka.version>", 1)[1].split("</kafka.version>", 1)[0].strip()
@@ -683,12 +677,7 @@ def versions_of(args: argparse.Namespace, variants: list[str]) -> dict[str, str]
     v = {"ours": f"streams from {tree}" + (f" (commit {head})" if head else ""),
          "hand": f"aiokafka {aiokafka.__version__}"}
     if "quix" in variants:
-        out = subprocess.run([args.quix_python, "-c", "import quixstreams, importlib.metadata as m;"
-                              "print(quixstreams.__version__, m.version('confluent-kafka'))"],
-                             capture_output=True, text=True)
-        q = out.stdout.split()
-        v["quix"] = f"quixstreams {q[0]} (confluent-kafka {q[1]})" if len(q) == 2 else \
-            f"quixstreams not importable: {out.stderr.strip()[-200:]}"
+        v["quix"] = quix_versions(args.quix_python)
     if "ks" in variants:
         out = subprocess.run([args.java, "-version"], capture_output=True, text=True)
         jvm = (out.stderr.splitlines() or ["java ?"])[0]
@@ -775,7 +764,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.exit("streams_perf: nothing left to run")
     variants = sorted({v.split("-")[0] for _w, v in todo})
     if "quix" in variants:
-        args.quix_python = ensure_quix(args)
+        args.quix_python = quix_python(args.quix_python)
     work = Path(tempfile.mkdtemp(prefix="streams-perf-"))
     procs = Processes()
     runs: dict[tuple[str, str], list[Row]] = {}
