@@ -11,6 +11,7 @@ import pytest
 from streams.broker.config import BrokerConfig
 from streams.broker.groups.share_partition import (
     INVALID_RECORD_STATE,
+    INVALID_REQUEST,
     AckBatch,
     AcknowledgeType,
     InvalidShareConfig,
@@ -57,7 +58,10 @@ def test_acks_of_records_not_held_are_invalid_record_state_and_change_nothing() 
     part.acquire("b", 10, 0, 2)  # 2, 3
     before = {o: (r.state, r.member_id) for o, r in part.records.items()}
     assert part.acknowledge("a", [_ack(0, 2, ACCEPT)]) == INVALID_RECORD_STATE  # 2 is b's
-    assert part.acknowledge("a", [_ack(8, 8, ACCEPT)]) == INVALID_RECORD_STATE  # never fetched
+    # past the records in flight: Kafka 4.4's "Batch record not found. The first offset in
+    # request is past acquired records." (INVALID_REQUEST)
+    assert part.acknowledge("a", [_ack(8, 8, ACCEPT)]) == INVALID_REQUEST
+    assert part.acknowledge("a", [_ack(3, 4, ACCEPT)]) == INVALID_REQUEST
     assert part.acknowledge("a", [_ack(1, 0, ACCEPT)]) == INVALID_RECORD_STATE  # empty range
     assert part.acknowledge("a", [_ack(0, 1, ACCEPT, ACCEPT, ACCEPT)]) == INVALID_RECORD_STATE
     assert {o: (r.state, r.member_id) for o, r in part.records.items()} == before
@@ -67,6 +71,22 @@ def test_acks_of_records_not_held_are_invalid_record_state_and_change_nothing() 
     assert part.acknowledge("b", [_ack(3, 3, ACCEPT)]) == 0
     assert part.acknowledge("b", [_ack(3, 3, ACCEPT)]) == INVALID_RECORD_STATE  # twice
     assert INVALID_RECORD_STATE == 121
+
+
+def test_renew_restarts_the_lock_of_held_records_only() -> None:
+    """KIP-1222's RENEW: the record stays acquired by its member, its lock runs from the
+    renewal; a record the member does not hold is INVALID_RECORD_STATE, nothing renewed."""
+    part = _part()
+    part.acquire("a", 4, 0, 2)  # 0, 1 locked until LOCK
+    part.acquire("b", 4, 0, 2)  # 2, 3
+    renew = AcknowledgeType.RENEW
+    assert part.acknowledge("a", [_ack(0, 2, renew)], now_ms=LOCK - 1) == INVALID_RECORD_STATE
+    assert part.acknowledge("a", [_ack(0, 0, renew)], now_ms=LOCK - 1) == 0
+    assert part.expire_locks(LOCK) == 3  # 1, 2, 3: their first locks ran out
+    assert part.records[0].state is RecordState.ACQUIRED and part.records[0].member_id == "a"
+    assert part.records[0].delivery_count == 1
+    assert part.expire_locks(2 * LOCK - 1) == 1
+    assert part.records[0].state is RecordState.AVAILABLE
 
 
 def test_per_offset_types_release_reject_and_gaps() -> None:

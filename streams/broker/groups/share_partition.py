@@ -29,7 +29,7 @@ import enum
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from .errors import INVALID_RECORD_STATE
+from .errors import INVALID_RECORD_STATE, INVALID_REQUEST
 
 
 class RecordState(enum.IntEnum):
@@ -48,6 +48,7 @@ class AcknowledgeType(enum.IntEnum):
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4  # v2 (KIP-1222): the record stays acquired, its lock starts again
 
 
 # Kafka 4.4 ShareGroupConfig defaults and bounds.
@@ -206,17 +207,24 @@ class SharePartition:
 
     # -- acknowledging -------------------------------------------------------------------------
 
-    def acknowledge(self, member_id: str, batches: Iterable[AckBatch]) -> int:
+    def acknowledge(self, member_id: str, batches: Iterable[AckBatch], now_ms: int = 0) -> int:
         """Apply acknowledgements atomically: every offset (gaps and offsets before the start
         offset aside, as Kafka) must be ACQUIRED by ``member_id``, else nothing changes and
         INVALID_RECORD_STATE is returned (Kafka's answer for acks of records never acquired,
-        already acknowledged or held by another member). Returns 0 on success."""
+        already acknowledged or held by another member). RENEW keeps the record acquired with
+        a fresh lock from ``now_ms``. Returns 0 on success."""
         todo: list[tuple[int, AcknowledgeType]] = []
         for batch in batches:
             if batch.last_offset < batch.first_offset or (
                 len(batch.types) not in (1, batch.last_offset - batch.first_offset + 1)
             ):
                 return INVALID_RECORD_STATE
+            if self.records and self.start_offset <= batch.first_offset and (
+                batch.last_offset >= self.end_offset
+            ):
+                # Kafka: "Batch record not found. The first (last) offset in request is past
+                # acquired records." (while records are in flight; with none, 121 below)
+                return INVALID_REQUEST
             for offset in range(batch.first_offset, batch.last_offset + 1):
                 kind = batch.type_at(offset)
                 if kind is AcknowledgeType.GAP or offset < self.start_offset:
@@ -233,6 +241,8 @@ class SharePartition:
                 self._settle(rec, RecordState.ACKNOWLEDGED)
             elif kind is AcknowledgeType.REJECT:
                 self._settle(rec, RecordState.ARCHIVED)
+            elif kind is AcknowledgeType.RENEW:
+                rec.lock_deadline_ms = now_ms + self.config.record_lock_duration_ms
             else:
                 self._release(rec)
         self._advance_start()

@@ -5,6 +5,14 @@ member in every partition of its share session (long-polling up to MaxWaitMs whe
 available) and answers whole stored batches with the ``AcquiredRecords`` ranges the client
 may deliver. Acknowledgements and released records are fsynced to ``__share_group_state``
 before the answer.
+
+Version 2 of ShareFetch and ShareAcknowledge (Kafka 4.2+, as 4.4 answers them):
+``ShareAcquireMode`` record_limit (KIP-1206) makes MaxRecords a hard cap, splitting a stored
+batch, where batch_optimized acquires whole batches; ``IsRenewAck`` with the RENEW
+acknowledge type (KIP-1222) restarts the acquisition locks of records the member holds. A
+ShareFetch carrying renewals acquires nothing and must ask for nothing (MaxWaitMs, MinBytes,
+MaxBytes and MaxRecords all 0, else INVALID_REQUEST); a RENEW without IsRenewAck, or in v1, is
+INVALID_REQUEST for its partition.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ GROUP_AUTHORIZATION_FAILED = 30
 TOPIC_AUTHORIZATION_FAILED = 29
 UNKNOWN_TOPIC_ID = 100
 FINAL_EPOCH = -1
+BATCH_OPTIMIZED, RECORD_LIMIT = 0, 1  # ShareFetch v2 ShareAcquireMode (KIP-1206)
 _READ_LIMIT = 1 << 20
 _NO_TOPIC = uuid.UUID(int=0)
 
@@ -157,10 +166,11 @@ def _session(protocol: ShareGroupProtocol, group_id: str, member_id: str, epoch:
     return 0, session
 
 
-def _ack_batches(batches: Any) -> list[AckBatch]:
+def _ack_batches(batches: Any, renew: bool) -> list[AckBatch]:
+    allowed = (0, 1, 2, 3, 4) if renew else (0, 1, 2, 3)
     out = []
     for b in batches:
-        types = tuple(AcknowledgeType(int(t)) if int(t) in (0, 1, 2, 3) else None
+        types = tuple(AcknowledgeType(int(t)) if int(t) in allowed else None
                       for t in b.acknowledge_types)
         if not types or None in types:
             raise ValueError("invalid acknowledge type")
@@ -169,16 +179,19 @@ def _ack_batches(batches: Any) -> list[AckBatch]:
 
 
 def _acknowledge(protocol: ShareGroupProtocol, group_id: str, member_id: str, topic: str,
-                 partition: int, batches: Any) -> int:
+                 partition: int, batches: Any, renew: bool = False) -> int:
+    """Apply one partition's acknowledgements; ``renew``: RENEW is allowed (a v2 request
+    with IsRenewAck set)."""
     try:
-        parsed = _ack_batches(batches)
+        parsed = _ack_batches(batches, renew)
     except ValueError:
         return errors.INVALID_REQUEST
     try:
         part = protocol.share_partition(group_id, topic, partition)
     except TopicError as exc:
         return exc.code
-    return part.acknowledge(member_id, parsed)
+    now_ms = int(asyncio.get_running_loop().time() * 1000)
+    return part.acknowledge(member_id, parsed, now_ms)
 
 
 def _check_member(broker: Broker, ctx: RequestContext, protocol: ShareGroupProtocol,
@@ -207,12 +220,19 @@ def _partition_entry(index: int) -> dict[str, Any]:
 # -- ShareFetch ---------------------------------------------------------------------------------
 
 
-@handles(78, 1, 1)
+@handles(78, 1, 2)
 async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict[str, Any]:
     protocol = _protocol(broker)
     lock_ms = protocol.config_for(request.group_id or "").record_lock_duration_ms
     top = {"throttle_time": 0, "acquisition_lock_timeout": lock_ms, "responses": [],
            "node_endpoints": []}
+    renew = bool(getattr(request, "is_renew_ack", False))
+    mode = getattr(request, "share_acquire_mode", BATCH_OPTIMIZED)
+    if renew and (request.max_bytes or request.min_bytes or request.max_records
+                  or ms(request.max_wait)):
+        # Kafka 4.4 logs "maxBytes must be set to 0, ... if isRenewAck is true." and answers
+        # without a message.
+        return {**top, "acquisition_lock_timeout": 0, "error_code": errors.INVALID_REQUEST}
     group_id, member_id = request.group_id, request.member_id
     error, message = _check_member(broker, ctx, protocol, group_id, member_id,
                                    request.share_session_epoch)
@@ -247,8 +267,10 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
             if p.acknowledgement_batches:
                 entry["acknowledge_error_code"] = _acknowledge(
                     protocol, group_id, member_id, name, p.partition_index,
-                    p.acknowledgement_batches)
+                    p.acknowledgement_batches, renew)
                 touched.add(tp)
+            elif renew:  # a renewing fetch answers only the partitions it acknowledges in
+                del entries[tp]
     for forgotten in request.forgotten_topics_data:
         name = _topic_name(broker, forgotten.topic_id)
         for index in forgotten.partitions:
@@ -257,9 +279,14 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
         protocol.release(group_id, member_id)
         touched |= {tp for tp in session.partitions}
         protocol.groups[group_id].sessions.pop(member_id, None)
-    else:
+    elif mode not in (BATCH_OPTIMIZED, RECORD_LIMIT):
+        # Kafka 4.4 fails the acquisition ("Unknown share acquire mode id"), after the
+        # session and the acknowledgements, with UNKNOWN_SERVER_ERROR.
+        await protocol.persist(group_id, touched)
+        return {**top, "acquisition_lock_timeout": 0, "error_code": errors.UNKNOWN_SERVER_ERROR}
+    elif not renew:
         await _acquire_with_wait(broker, ctx, protocol, request, session, group_id,
-                                 member_id, entries, ids)
+                                 member_id, entries, ids, mode == RECORD_LIMIT)
     await protocol.persist(group_id, touched)
     responses: dict[uuid.UUID, list[dict[str, Any]]] = {}
     for (name, _index), entry in sorted(entries.items()):
@@ -290,7 +317,7 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
                              protocol: ShareGroupProtocol, request: Any,
                              session: ShareSession, group_id: str, member_id: str,
                              entries: dict[tuple[str, int], dict[str, Any]],
-                             ids: dict[str, uuid.UUID]) -> None:
+                             ids: dict[str, uuid.UUID], record_limit: bool) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + ms(request.max_wait) / 1000
     budget = max(1, request.max_records)
@@ -323,7 +350,7 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
             # the records of aborted transactions are archived, never delivered (KIP-932).
             upper = plog.last_stable_offset if committed_only else plog.next_offset
             acquired = _acquire(part, plog, member_id, upper, int(loop.time() * 1000),
-                                budget - got, committed_only)
+                                budget - got, committed_only, record_limit)
             if not acquired:
                 continue
             got += len(acquired)
@@ -352,17 +379,19 @@ async def _acquire_with_wait(broker: Broker, ctx: RequestContext,
 
 
 def _acquire(part: SharePartition, plog: PartitionLog, member_id: str, upper: int,
-             now_ms: int, budget: int, committed_only: bool) -> list[AcquiredRecord]:
+             now_ms: int, budget: int, committed_only: bool, record_limit: bool = False
+             ) -> list[AcquiredRecord]:
     """Acquire about ``budget`` records below ``upper``: as Kafka, whole stored batches (a
     batch larger than what is left of the budget is acquired whole, so max.poll.records caps a
-    fetch at batch boundaries), never past the offsets checked for markers and aborted records;
-    window by window while windows turn out undeliverable."""
+    fetch at batch boundaries; under ``record_limit`` it is split, never more than
+    ``budget``), never past the offsets checked for markers and aborted records; window by
+    window while windows turn out undeliverable."""
     out: list[AcquiredRecord] = []
     while len(out) < budget:
         first = part.end_offset
         stop = min(upper, first + budget - len(out))
         skip, batch_end = _undeliverable(plog, first, stop, committed_only)
-        end = max(stop, min(upper, batch_end))
+        end = stop if record_limit else max(stop, min(upper, batch_end))
         out += part.acquire(member_id, end, now_ms, budget - len(out) + (end - stop),
                             undeliverable=skip)
         if part.end_offset == first or part.end_offset >= upper:
@@ -435,7 +464,7 @@ def _ranges(acquired: list[AcquiredRecord]) -> list[dict[str, int]]:
 # -- ShareAcknowledge ---------------------------------------------------------------------------
 
 
-@handles(79, 1, 1)
+@handles(79, 1, 2)
 async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
                             ) -> dict[str, Any]:
     protocol = _protocol(broker)
@@ -444,6 +473,7 @@ async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
                request.group_id or "").record_lock_duration_ms,
            "responses": [], "node_endpoints": []}
     group_id, member_id = request.group_id, request.member_id
+    renew = bool(getattr(request, "is_renew_ack", False))
     error, message = _check_member(broker, ctx, protocol, group_id, member_id,
                                    request.share_session_epoch)
     if error:
@@ -470,7 +500,7 @@ async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
             else:
                 entry["error_code"] = _acknowledge(protocol, group_id, member_id, name,
                                                    p.partition_index,
-                                                   p.acknowledgement_batches)
+                                                   p.acknowledgement_batches, renew)
                 touched.add((name, p.partition_index))
             parts.append(entry)
         responses.append({"topic_id": topic.topic_id or _NO_TOPIC, "partitions": parts})
