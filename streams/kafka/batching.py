@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from aiokafka.errors import MessageSizeTooLargeError
+from aiokafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from aiokafka.partitioner import murmur2
 from aiokafka.record.default_records import DefaultRecordBatchBuilder
+
+from .internals import delivery_timeout_ms
 
 # (name, value) pairs as the processor API and aiokafka take them; any iterable of pairs works.
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -148,15 +151,35 @@ class RecordCollector:
                 if not self.counts.get(topic):
                     self.counts[topic] = len(await self.producer.partitions_for(topic))
                 self.send(topic, key, value, timestamp, headers, None)
-        ready = _interleaved(self._ready + list(self._open.items()))
-        self._ready = []
+        self._ready = _interleaved(self._ready + list(self._open.items()))
         self._open = {}
-        send_batch = self.producer.send_batch
-        for (topic, partition), batch in ready:
+        # Handed over one by one, each leaving _ready only once the producer took it: if a
+        # hand-over fails, what was not taken stays here (discard() drops it on an abort).
+        while self._ready:
+            (topic, partition), batch = self._ready[0]
             count = batch.record_count()
             if count:
-                future = await send_batch(batch, topic, partition=partition)
+                future = await self._hand_over(batch, topic, partition)
                 self._in_flight.append(((topic, partition), future, count))
+            self._ready.pop(0)
+
+    async def _hand_over(self, batch: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+        """``producer.send_batch``, waiting for the partition's queue as long as Kafka's
+        ``delivery.timeout.ms`` allows when the producer has one (KIP-91).
+
+        aiokafka queues one batch per partition and waits at most ``request.timeout.ms`` for
+        the one before it to go out, then raises KafkaTimeoutError without taking the batch.
+        A partition without a leader for longer than that (a cluster electing leaders after
+        a broker outage) would fail here although the producer still retries what it holds:
+        the batch is offered again until the delivery timeout has passed."""
+        timeout_ms = delivery_timeout_ms(self.producer)
+        deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+        while True:
+            try:
+                return await self.producer.send_batch(batch, topic, partition=partition)
+            except KafkaTimeoutError:
+                if deadline is None or time.monotonic() >= deadline:
+                    raise
 
     def take_batches(self) -> list[tuple[tuple[str, int], Any]]:
         """Every buffered batch, taken out of the collector in hand-over order (partitions
@@ -176,11 +199,28 @@ class RecordCollector:
         in_flight, self._in_flight = self._in_flight, []
         return in_flight
 
-    async def wait_delivered(self) -> None:
-        """Wait for every batch handed over so far; remember the offsets they got."""
+    async def wait_delivered(
+            self, on_failure: Callable[[tuple[str, int], int, BaseException], None] | None = None
+    ) -> None:
+        """Wait for every batch handed over so far; remember the offsets they got.
+
+        A batch the producer gave up on raises its error, or, with ``on_failure``, is handed
+        to it as ((topic, partition), record count, error): it raises to stop, or returns to
+        drop the batch and go on with the rest."""
         in_flight, self._in_flight = self._in_flight, []
-        for tp, future, count in in_flight:
-            metadata = await future
+        for index, (tp, future, count) in enumerate(in_flight):
+            try:
+                metadata = await future
+            except Exception as exc:
+                if on_failure is None:
+                    self._in_flight = in_flight[index + 1:] + self._in_flight
+                    raise
+                try:
+                    on_failure(tp, count, exc)
+                except BaseException:
+                    self._in_flight = in_flight[index + 1:] + self._in_flight
+                    raise
+                continue
             end = metadata.offset + count
             if end > self.offsets.get(tp, -1):
                 self.offsets[tp] = end

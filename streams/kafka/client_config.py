@@ -427,6 +427,8 @@ ALL_PRODUCER_KEYS: dict[str, tuple[str, Any]] = {
     "max.request.size": ("max_request_size", _int),
     "compression.type": ("compression_type", _compression),
     "enable.idempotence": ("enable_idempotence", _bool),
+    # KIP-91; aiokafka has no such argument: streams.kafka.clients.producer applies it
+    "delivery.timeout.ms": ("delivery_timeout_ms", _int),
 }
 ALL_CONSUMER_KEYS: dict[str, tuple[str, Any]] = {
     **CONNECTION_KEYS,
@@ -452,7 +454,7 @@ def _pick(table: Mapping[str, tuple[str, Any]], *keys: str) -> dict[str, tuple[s
 # What Kafka Streams users tune; the runtime sets the rest itself (STREAMS_OWNED).
 COMMON_KEYS = _pick(CONNECTION_KEYS, "connections.max.idle.ms", "retry.backoff.ms")
 PRODUCER_KEYS = {**COMMON_KEYS, **_pick(ALL_PRODUCER_KEYS, "linger.ms", "compression.type",
-                                        "max.request.size")}
+                                        "max.request.size", "delivery.timeout.ms")}
 CONSUMER_KEYS = {**COMMON_KEYS, **_pick(ALL_CONSUMER_KEYS, "fetch.max.bytes", "fetch.min.bytes",
                                         "check.crcs", "client.rack")}
 

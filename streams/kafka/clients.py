@@ -24,7 +24,8 @@ from aiokafka.admin import AIOKafkaAdminClient
 from aiokafka.client import AIOKafkaClient
 from aiokafka.errors import KafkaConnectionError
 
-from .internals import connection_failure
+from .client_config import ClientConfigError
+from .internals import connection_failure, set_delivery_timeout
 
 # aiokafka arguments of a bare connection (bootstrap, client id, timeouts, security): what its
 # low-level client takes, and what every other client shares.
@@ -53,8 +54,19 @@ def consumer(client_settings: Mapping[str, Any], *topics: str, **fixed: Any) -> 
 
 
 def producer(client_settings: Mapping[str, Any], **fixed: Any) -> AIOKafkaProducer:
-    """A producer (not started)."""
-    return AIOKafkaProducer(**{**client_settings, **fixed})
+    """A producer (not started). ``delivery_timeout_ms`` (Kafka's ``delivery.timeout.ms``,
+    which aiokafka lacks) is how long a handed-over batch is retried before it fails."""
+    settings = {**client_settings, **fixed}
+    delivery_timeout_ms = settings.pop("delivery_timeout_ms", None)
+    if delivery_timeout_ms is not None:
+        floor = settings.get("linger_ms", 0) + settings.get("request_timeout_ms", 40_000)
+        if delivery_timeout_ms < floor:  # Kafka's producer refuses it too
+            raise ClientConfigError(f"delivery.timeout.ms ({delivery_timeout_ms}) must be at "
+                                    f"least linger.ms + request.timeout.ms ({floor})")
+    built = AIOKafkaProducer(**settings)
+    if delivery_timeout_ms is not None:
+        set_delivery_timeout(built, int(delivery_timeout_ms))
+    return built
 
 
 def network_client(client_settings: Mapping[str, Any], **fixed: Any) -> NetworkClient:

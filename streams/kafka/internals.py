@@ -20,7 +20,9 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
   process began (the Spark sink);
 - a client stopped all the way when aiokafka's own stop is cut short (``stop_client``);
 - a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
-  which a changelog restore under exactly-once must reach (see ``high_watermarks``).
+  which a changelog restore under exactly-once must reach (see ``high_watermarks``);
+- Kafka's ``delivery.timeout.ms`` (KIP-91): aiokafka gives up on a batch once it is older than
+  ``request.timeout.ms`` (its accumulator's batch TTL), see ``set_delivery_timeout``.
 Everything else uses aiokafka's public API.
 """
 
@@ -133,6 +135,24 @@ def security_protocol(client: Any) -> str:
     """The security.protocol an aiokafka consumer, producer or admin client connects with."""
     network = getattr(client, "_client", None) or client.client  # the producer's is public
     return str(network._security_protocol)  # noqa: SLF001
+
+
+def set_delivery_timeout(producer: AIOKafkaProducer, delivery_timeout_ms: int) -> None:
+    """Make ``producer`` keep retrying a batch for ``delivery.timeout.ms`` after it was handed
+    over, as Kafka's producer does (KIP-91), instead of ``request.timeout.ms``.
+
+    aiokafka fails a batch whose partition has had no leader for longer than its accumulator's
+    batch TTL, and does not retry a failed produce request of a non-idempotent producer past
+    that TTL; the TTL is ``request.timeout.ms`` (40 s), so a cluster that elects leaders again
+    after 40 s lost the batch. Kafka's producer keeps it until ``delivery.timeout.ms``
+    (default 120 s) has passed since ``send()``. Set before the first batch is created."""
+    producer._message_accumulator._batch_ttl = delivery_timeout_ms / 1000  # noqa: SLF001
+    producer._streams_delivery_timeout_ms = delivery_timeout_ms  # type: ignore[attr-defined]  # noqa: SLF001
+
+
+def delivery_timeout_ms(producer: Any) -> int | None:
+    """The ``delivery.timeout.ms`` given to ``set_delivery_timeout``, None if never set."""
+    return getattr(producer, "_streams_delivery_timeout_ms", None)
 
 
 def producer_transaction(producer: AIOKafkaProducer) -> tuple[str, int, int]:

@@ -12,6 +12,12 @@ producer in the next transaction, only once this one committed.
 
 The stores' writes of the interval reach RocksDB only once the commit succeeded, with the
 changelog offsets it delivered (``TaskManager.commit_stores``, see restore.py).
+
+Under at_least_once the offsets are committed only once every record produced before them was
+delivered, as Kafka Streams flushes its producer first. A batch the producer gave up on (still
+undelivered after ``delivery.timeout.ms``, or refused by the broker) goes to the production
+exception handler as in Kafka's ``RecordCollectorImpl``: FAIL (the default) stops the thread
+with those input offsets uncommitted; CONTINUE drops the batch, says so, and commits.
 """
 
 from __future__ import annotations
@@ -23,9 +29,17 @@ from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
+from aiokafka.errors import KafkaError
 
 from ..kafka.batching import RecordCollector
 from ..kafka.internals import GroupFencedOffsets, GroupMetadata, check_membership, group_metadata
+from ..processor.errors import (
+    ErrorHandlerContext,
+    ErrorHandling,
+    HandlerFailedError,
+    HandlerResponse,
+    ProducerRecord,
+)
 from .guarantee import ProcessingGuarantee
 from .task_manager import TaskManager
 
@@ -41,8 +55,9 @@ class Committer:
                  consumer: AIOKafkaConsumer,
                  producer: AIOKafkaProducer, collector: RecordCollector,
                  repartition_topics: set[str], purge_interval_ms: int,
-                 admin: AIOKafkaAdminClient | None) -> None:
+                 admin: AIOKafkaAdminClient | None, errors: ErrorHandling | None = None) -> None:
         self.app_id = app_id
+        self.errors = errors or ErrorHandling()
         self.eos = guarantee.exactly_once  # a transaction per commit
         self.tasks = tasks
         self.consumer = consumer
@@ -107,10 +122,44 @@ class Committer:
                 await finish
             return
         await self.producer.flush()
-        await self.collector.wait_delivered()
+        await self.collector.wait_delivered(self._delivery_failed)
         if offsets:
             await self.consumer.commit(offsets)
         await self._committed(offsets, force)
+
+    def _delivery_failed(self, tp: tuple[str, int], count: int, exc: BaseException) -> None:
+        """at_least_once: a batch was not delivered. Kafka's producer only gives up after
+        ``delivery.timeout.ms`` (or on a refusal), and Kafka Streams hands that error to the
+        production exception handler (``RecordCollectorImpl.recordSendError``) before any
+        offset is committed; so do we. One exception: aiokafka's sender task died (a
+        connection lost mid-request fails every batch with a plain KafkaError caused by it),
+        which Kafka's producer does not do: that one still rejoins with fresh clients, the
+        input offsets uncommitted."""
+        if type(exc) is KafkaError and exc.__cause__ is not None:
+            raise exc
+        topic, partition = tp
+        handler = self.errors.production
+        context = ErrorHandlerContext(topic, partition, None, (), -1, None, None,  # type: ignore[arg-type]
+                                      None, None)
+        record = ProducerRecord(topic, None, None, -1, (), partition)
+        reason = f"{type(exc).__name__}: {exc}"
+        try:
+            response = handler.handle(context, record, exc)
+        except Exception as handler_exc:
+            raise HandlerFailedError(f"the production exception handler failed ({handler_exc!r}) "
+                                     f"on {count} undelivered record(s) for {topic}-{partition}; "
+                                     f"original error {reason}") from exc
+        if isinstance(response, str):
+            response = HandlerResponse(response.lower())
+        if response is not HandlerResponse.CONTINUE:
+            log.error("%d record(s) for %s-%d were not delivered (%s); the production exception "
+                      "handler said %s: the input offsets since the last commit stay "
+                      "uncommitted", count, topic, partition, reason, response)
+            raise HandlerFailedError(
+                f"{count} record(s) for {topic}-{partition} were not delivered ({reason}); the "
+                "production exception handler said FAIL") from exc
+        log.warning("dropping %d undelivered record(s) for %s-%d (%s): the production exception "
+                    "handler said CONTINUE", count, topic, partition, reason)
 
     async def _finish_txn(self, offsets: dict[TopicPartition, int], group: GroupMetadata,
                           force: bool) -> None:

@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import ValidationInfo, field_validator
+from pydantic import ValidationInfo, field_validator, model_validator
 
 from ..config import KafkaConfigModel
 from ..kafka.client_config import (
@@ -36,6 +36,7 @@ from .guarantee import ProcessingGuarantee
 
 AT_LEAST_ONCE = "at_least_once"
 EXACTLY_ONCE_V2 = "exactly_once_v2"
+DEFAULT_DELIVERY_TIMEOUT_MS = 120_000  # Kafka's producer default (KIP-91)
 
 
 class StreamsConfig(KafkaConfigModel):
@@ -111,11 +112,34 @@ class StreamsConfig(KafkaConfigModel):
 
     def client_kwargs(self, role: str) -> dict[str, Any]:
         """aiokafka arguments of one client of the runtime: ``main.consumer``,
-        ``restore.consumer``, ``global.consumer``, ``producer`` or ``admin``."""
-        return client_settings(
+        ``restore.consumer``, ``global.consumer``, ``producer`` or ``admin``.
+
+        The producer always gets ``delivery_timeout_ms`` (Kafka's ``delivery.timeout.ms``,
+        KIP-91): what the user set, else Kafka's default of 120 s, raised to ``linger.ms +
+        request.timeout.ms`` as Kafka's producer raises it."""
+        kwargs = client_settings(
             self.bootstrap_servers, client_id=self.client_id,
             request_timeout_ms=self.request_timeout_ms,
             options=self.client_configs.kwargs(role) if self.client_configs else None)
+        if role == "producer" and "delivery_timeout_ms" not in kwargs:
+            kwargs["delivery_timeout_ms"] = max(
+                DEFAULT_DELIVERY_TIMEOUT_MS,
+                kwargs.get("linger_ms", 0) + kwargs["request_timeout_ms"])
+        return kwargs
+
+    @model_validator(mode="after")
+    def _delivery_timeout(self) -> StreamsConfig:
+        """Kafka's producer refuses a ``delivery.timeout.ms`` shorter than ``linger.ms +
+        request.timeout.ms`` (a batch would expire before its request could time out)."""
+        kwargs = self.client_configs.kwargs("producer") if self.client_configs else {}
+        delivery = kwargs.get("delivery_timeout_ms")
+        if delivery is not None:
+            floor = kwargs.get("linger_ms", 0) + self.request_timeout_ms
+            if delivery < floor:
+                raise ValueError(
+                    f"delivery.timeout.ms ({delivery}) must be at least linger.ms + "
+                    f"request.timeout.ms ({floor}), as Kafka's producer requires")
+        return self
 
     @field_validator("application_id")
     @classmethod

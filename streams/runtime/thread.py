@@ -232,7 +232,8 @@ class StreamThread:
                             self.globals.stores if self.globals else None, wall_clock_ms)
         committer = Committer(self.app_id, self.guarantee, tasks, consumer, producer, collector,
                               set(layout.repartition_topics),
-                              self.config.repartition_purge_interval_ms, self.admin)
+                              self.config.repartition_purge_interval_ms, self.admin,
+                              self.task_config.errors)
         holder.append(committer)
         self.stats.instrument(committer)
         return ClientGeneration(self.generations, consumer, producer, collector, tasks,
@@ -298,6 +299,8 @@ class StreamThread:
     def _raise_failure(self, gen: ClientGeneration) -> None:
         if self.failure is not None:
             failure, self.failure = self.failure, None
+            if isinstance(failure, HandlerFailedError):
+                raise failure  # an exception handler said FAIL (in a rebalance's commit)
             raise TaskMigrated(repr(failure)) from failure
         if gen.updater.failure is not None:
             raise TaskMigrated(f"restoring failed: {gen.updater.failure!r}")

@@ -26,11 +26,13 @@ from streams.kafka.internals import (
     UnstableOffsetCommitError,
     check_membership,
     client_of,
+    delivery_timeout_ms,
     fetch_position,
     fetch_stable_offsets,
     group_generation,
     group_metadata,
     high_watermarks,
+    set_delivery_timeout,
     wait_on_metadata,
 )
 
@@ -306,5 +308,21 @@ def test_a_member_joining_while_the_group_waits_for_a_dead_one_gets_its_assignme
         finally:
             polling.cancel()
             await asyncio.gather(running.stop(), late.stop(), dead.close())
+
+
+def test_delivery_timeout_is_the_batch_ttl_of_batches_created_after() -> None:
+    """aiokafka expires a batch after its accumulator's TTL (request.timeout.ms otherwise)."""
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers="127.0.0.1:1", request_timeout_ms=1_000)
+        assert delivery_timeout_ms(producer) is None
+        set_delivery_timeout(producer, 90_000)
+        assert delivery_timeout_ms(producer) == 90_000
+        batch = producer._message_accumulator._append_batch(  # noqa: SLF001
+            producer.create_batch(), TopicPartition("t", 0))
+        assert not batch.expired()
+        batch._ctime -= 2  # noqa: SLF001 - older than request.timeout.ms
+        assert not batch.expired()
+        batch._ctime -= 89  # noqa: SLF001 - older than delivery.timeout.ms
+        assert batch.expired()
 
     asyncio.run(run())
