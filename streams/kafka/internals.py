@@ -498,8 +498,10 @@ class GroupFencedOffsets:
         self._sender = sender
         sender._do_txn_offset_commit = self._do_txn_offset_commit  # noqa: SLF001
 
-    async def send_offsets(self, offsets: dict[TopicPartition, int],
+    async def send_offsets(self, offsets: dict[TopicPartition, int] |
+                           dict[TopicPartition, tuple[int, str]],
                            metadata: GroupMetadata) -> None:
+        """``offsets``: per partition the next offset, or (offset, metadata string)."""
         self._metadata = metadata
         try:
             await self.producer.send_offsets_to_transaction(offsets, metadata.group_id)
@@ -577,6 +579,14 @@ async def fetch_stable_offsets(consumer: AIOKafkaConsumer, group_id: str,
     for them is still open (KIP-447's ``require_stable``). Partitions with no committed offset
     are left out. Raises ``UnstableOffsetCommitError`` if they stay unstable past ``timeout_s``
     (the transaction timeout bounds how long a zombie's open transaction can last)."""
+    committed = await fetch_stable_committed(consumer, group_id, partitions, timeout_s)
+    return {tp: offset for tp, (offset, _metadata) in committed.items()}
+
+
+async def fetch_stable_committed(consumer: AIOKafkaConsumer, group_id: str,
+                                 partitions: list[TopicPartition], timeout_s: float
+                                 ) -> dict[TopicPartition, tuple[int, str]]:
+    """As ``fetch_stable_offsets``, with each offset's committed metadata string."""
     if not partitions:
         return {}
     coordinator = consumer._coordinator  # noqa: SLF001
@@ -604,24 +614,25 @@ async def fetch_stable_offsets(consumer: AIOKafkaConsumer, group_id: str,
             backoff = min(backoff * 2, 1.0)
 
 
-def _stable_offsets(resp: Any) -> dict[TopicPartition, int]:
+def _stable_offsets(resp: Any) -> dict[TopicPartition, tuple[int, str]]:
     if resp.error_code:
         raise Errors.for_code(resp.error_code)()
-    result: dict[TopicPartition, int] = {}
+    result: dict[TopicPartition, tuple[int, str]] = {}
     for topic, partitions, _ in resp.topics:
-        for partition, offset, _epoch, _meta, error_code, _ in partitions:
+        for partition, offset, _epoch, metadata, error_code, _ in partitions:
             if error_code == UNSTABLE_OFFSET_COMMIT:
                 raise UnstableOffsetCommitError(f"{topic}-{partition}")
             if error_code:
                 raise Errors.for_code(error_code)()
             if offset >= 0:
-                result[TopicPartition(topic, partition)] = offset
+                result[TopicPartition(topic, partition)] = (offset, metadata or "")
     return result
 
 
 __all__ = [
     "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
-    "check_membership", "client_of", "cluster_metadata", "fetch_position", "fetch_stable_offsets", "group_metadata",
+    "check_membership", "client_of", "cluster_metadata", "fetch_position", "fetch_stable_committed",
+    "fetch_stable_offsets", "group_metadata",
     "refresh_metadata", "request_rejoin", "security_protocol", "send_to_any", "send_to_node",
     "wait_on_metadata",
 ]

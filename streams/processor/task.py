@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from ..serde import InternalSerde, Serde
 from ..state.cache import CacheBudget
 from ..state.stores import StoreInitContext
+from . import commit_metadata
 from .api import (
     Cancellable,
     Headers,
@@ -208,6 +209,16 @@ class TaskContext(ProcessorContext):
     def commit(self) -> None:
         self.task.commit_requested = True
 
+    # Kafka's InternalProcessorContext#processorMetadataForKey / addProcessorMetadataKeyValue:
+    # values committed with the task's input offsets (see commit_metadata.py).
+    def processor_metadata_for_key(self, key: str) -> int | None:
+        return self.task.processor_metadata.get(key)
+
+    def add_processor_metadata_key_value(self, key: str, value: int) -> None:
+        task = self.task
+        task.processor_metadata[key] = value
+        task.processor_metadata_changed = True
+
 
 class StreamTask:
     def __init__(
@@ -245,6 +256,12 @@ class StreamTask:
         self.queues: dict[tuple[str, int], deque[InboundRecord]] = {}
         self.partition_time: dict[tuple[str, int], int] = {}
         self.consumed: dict[tuple[str, int], int] = {}  # next offset to commit
+        # Committed with the input offsets and read back when the task is created again
+        # (commit_metadata.py): processors' values (emit-on-close's last window close time),
+        # and whether one changed since the last commit (then every input partition carries
+        # them, as Kafka's StreamTask commits them).
+        self.processor_metadata: dict[str, int] = {}
+        self.processor_metadata_changed = False
         self.context = TaskContext(self)
         self.task_dir = config.state_dir / config.application_id / str(task_id)
         self.stores: dict[str, Any] = {}
@@ -321,6 +338,32 @@ class StreamTask:
                 self.context.current_node = node
                 node.processor.init(self.context)
         self.context.current_node = None
+
+    # -- committed metadata -------------------------------------------------------------------
+
+    def resume_from_committed(self, metadata: dict[tuple[str, int], str]) -> None:
+        """Take up what the last owner committed with the input offsets (Kafka's
+        ``initializeTaskTimeAndProcessorMetadata``): each partition's time, the stream time
+        (their maximum) and the processor metadata (per key, the largest value). Call
+        before the task processes anything. A string this runtime cannot read (another
+        client's) counts as no metadata, with one warning."""
+        for tp, text in sorted(metadata.items()):
+            decoded, problem = commit_metadata.decode(text)
+            if problem is not None:
+                log.warning("task %s: ignoring the unreadable metadata committed for %s-%d "
+                            "(%s): %r", self.task_id, tp[0], tp[1], problem, text[:80])
+            self.partition_time[tp] = decoded.partition_time
+            if decoded.partition_time > self.stream_time:
+                self.stream_time = decoded.partition_time
+            known = self.processor_metadata
+            for key, value in decoded.processor_metadata.items():
+                if key not in known or known[key] < value:
+                    known[key] = value
+
+    def committed_metadata(self, tp: tuple[str, int]) -> str:
+        """The metadata string to commit with input partition ``tp``'s offset."""
+        return commit_metadata.encode(self.partition_time.get(tp, commit_metadata.NO_TIMESTAMP),
+                                      self.processor_metadata)
 
     # -- input --------------------------------------------------------------------------------
 

@@ -19,6 +19,10 @@ and ``KStreamSessionWindowAggregate`` (reference §1.5-§1.7):
   ``EmitStrategy.on_window_close()`` nothing is forwarded on update; once the window closes
   (``ST >= end + grace``) its final value is forwarded, in window-time order, with
   ``Change(value, None)``. There is no emit throttle (Kafka's TopologyTestDriver behaviour).
+  The last window close time emitted (Kafka's ``lastEmitWindowCloseTime``) is the task's
+  processor metadata under the store's name, committed with the input offsets (KIP-825,
+  KAFKA-13785; see commit_metadata.py): a task restarted or moved on a restored store emits
+  only the windows that closed after it, never again the finals already emitted.
   Final results are emitted *before* the record updates the store (Kafka emits after): the
   output is the same, except that a stream-time jump cannot expire a window from the store
   before its final result went out.
@@ -50,11 +54,20 @@ class _WindowedAggregateBase(Processor[Any, Any]):
         self.aggregator = aggregator
         self.emit_on_close = emit_on_close
         self.observed = -1
-        self.last_emit_close_time = -1
 
     def init(self, context: Any) -> None:
         super().init(context)
         self.store = context.get_state_store(self.store_name)
+
+    def _last_emit_close_time(self) -> int:
+        """Up to which close time finals were emitted (-1: none), read from the task's
+        processor metadata, which the runtime restores from the committed offsets before the
+        task processes anything."""
+        last = self.context.processor_metadata_for_key(self.store_name)
+        return -1 if last is None else last
+
+    def _emitted(self, close_time: int) -> None:
+        self.context.add_processor_metadata_key_value(self.store_name, close_time)
 
     def _observe(self, timestamp: int) -> None:
         if timestamp > self.observed:
@@ -71,7 +84,7 @@ class _WindowedAggregateBase(Processor[Any, Any]):
             forward = self.context.forward
             for windowed, value, ts in list(self.store.fetch_all_timestamped(lower, upper)):
                 forward(Record(windowed, Change(value, None), ts, record.headers))
-        self.last_emit_close_time = close_time
+        self._emitted(close_time)
 
 
 class TimeWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
@@ -128,14 +141,14 @@ class TimeWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
                                             record.headers))
 
     def _maybe_emit_final(self, record: Record[Any, Any], close_time: int) -> None:
-        if self.last_emit_close_time != -1 and self.last_emit_close_time >= close_time:
+        last = self._last_emit_close_time()
+        if last != -1 and last >= close_time:
             return
         size = self.windows.size_ms
         upper = close_time - size  # windows with start <= upper have end <= close time
         if upper < 0:
             return
-        lower = (0 if self.last_emit_close_time == -1
-                 else max(0, self.last_emit_close_time - size) + 1)
+        lower = 0 if last == -1 else max(0, last - size) + 1
         self._emit_range(record, close_time, lower, upper)
 
 
@@ -277,13 +290,13 @@ class SlidingWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
             self._update(0, combined[0], combined[1], record, close_time)
 
     def _maybe_emit_final(self, record: Record[Any, Any], close_time: int) -> None:
-        if self.last_emit_close_time != -1 and self.last_emit_close_time >= close_time:
+        last = self._last_emit_close_time()
+        if last != -1 and last >= close_time:
             return
         upper = close_time - self.d - 1  # windows with end < close time
         if upper < 0:
             return
-        lower = 0 if self.last_emit_close_time == -1 else max(0, self.last_emit_close_time
-                                                               - self.d)
+        lower = 0 if last == -1 else max(0, last - self.d)
         self._emit_range(record, close_time, lower, upper)
 
 
@@ -351,15 +364,16 @@ class SessionWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
                 forward(Record(session, Change(agg, None), end, record.headers))
 
     def _maybe_emit_final(self, record: Record[Any, Any], close_time: int) -> None:
-        if self.last_emit_close_time != -1 and self.last_emit_close_time >= close_time:
+        last = self._last_emit_close_time()
+        if last != -1 and last >= close_time:
             return
         upper = close_time - 1  # sessions with end < close time are closed
         if upper < 0:
             return
-        lower = max(0, self.last_emit_close_time)
+        lower = max(0, last)
         if lower <= upper:
             forward = self.context.forward
             for windowed, value in list(self.store.find_sessions_by_end(lower, upper)):
                 forward(Record(windowed, Change(value, None), windowed.window.end,
                                record.headers))
-        self.last_emit_close_time = close_time
+        self._emitted(close_time)

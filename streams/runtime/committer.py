@@ -95,13 +95,10 @@ class Committer:
             # Before anything is flushed: a zombie must not write stale state (see
             # check_membership); under EOS fencing happens in the transaction instead.
             await check_membership(self.consumer, self.group)
-        offsets: dict[TopicPartition, int] = {}
-        committed = self.tasks.committed
-        for _task_id, task in self.tasks.running():
+        offsets: dict[TopicPartition, tuple[int, str]] = {}
+        for task_id, task in self.tasks.running():
             task.flush()
-            for tp, offset in task.consumed.items():
-                if offset > committed.get(tp, -1):
-                    offsets[TopicPartition(*tp)] = offset
+            offsets.update(self._committable(task_id, task))
         await self.collector.flush()
         self.dirty = False
         if self.eos:
@@ -161,8 +158,28 @@ class Committer:
         log.warning("dropping %d undelivered record(s) for %s-%d (%s): the production exception "
                     "handler said CONTINUE", count, topic, partition, reason)
 
-    async def _finish_txn(self, offsets: dict[TopicPartition, int], group: GroupMetadata,
-                          force: bool) -> None:
+    def _committable(self, task_id: Any, task: Any) -> dict[TopicPartition, tuple[int, str]]:
+        """The task's input offsets to commit, each with its metadata string (partition time
+        and processor metadata, see processor/commit_metadata.py): the partitions it consumed
+        since the last commit, and all of its partitions when its processor metadata changed
+        (Kafka's ``committableOffsetsAndMetadata``), at the offset it reached, else the one
+        committed or where it started."""
+        committed = self.tasks.committed
+        result = {}
+        for tp, offset in task.consumed.items():
+            if offset > committed.get(tp, -1):
+                result[TopicPartition(*tp)] = (offset, task.committed_metadata(tp))
+        if task.processor_metadata_changed:
+            task.processor_metadata_changed = False
+            started = self.tasks.start_offsets
+            for tp in self.tasks.partitions.get(task_id, ()):
+                offset = task.consumed.get(tp, committed.get(tp, started.get(tp)))
+                if offset is not None:
+                    result[TopicPartition(*tp)] = (offset, task.committed_metadata(tp))
+        return result
+
+    async def _finish_txn(self, offsets: dict[TopicPartition, tuple[int, str]],
+                          group: GroupMetadata, force: bool) -> None:
         # Every record of the transaction is in the log before its offsets are: a new owner
         # restores up to the high watermark it sees once the group has moved on, so a record
         # still in flight when the offsets committed (this process paused between the two)
@@ -182,12 +199,13 @@ class Committer:
         self.in_txn = False
         await self._committed(offsets, force)
 
-    async def _committed(self, offsets: dict[TopicPartition, int], force: bool) -> None:
+    async def _committed(self, offsets: dict[TopicPartition, tuple[int, str]],
+                         force: bool) -> None:
         # Only now may the interval's store writes reach RocksDB, with the changelog offsets
         # just delivered (restore.py): a crash before this line restores them from the
         # changelog, an aborted transaction never gets here.
         self.tasks.commit_stores()
-        for tp, offset in offsets.items():
+        for tp, (offset, _metadata) in offsets.items():
             self.tasks.committed[(tp.topic, tp.partition)] = offset
             if tp.topic in self.repartition_topics:
                 self.to_purge[(tp.topic, tp.partition)] = offset

@@ -50,6 +50,7 @@ class TaskManager:
         self.changelogs: dict[TaskId, ChangelogState] = {}
         self.restoring: set[TaskId] = set()
         self.committed: dict[tuple[str, int], int] = {}
+        self.start_offsets: dict[tuple[str, int], int] = {}  # where each partition started
         self.idle_since: dict[TaskId, float] = {}
         self.standbys: dict[TaskId, StreamTask] = {}
 
@@ -129,6 +130,19 @@ class TaskManager:
         for task_id, task in self.running():
             task.commit_stores(self.checkpoint_offsets(task_id))
 
+    def resume_from_committed(self, task_ids: set[TaskId],
+                              committed: dict[tuple[str, int], tuple[int, str]],
+                              starts: dict[tuple[str, int], int]) -> None:
+        """Where each assigned partition starts (``starts``), and for the tasks just created
+        the stream time and processor metadata their last owner committed with the offsets
+        (StreamTask.resume_from_committed); tasks kept from before go on with their own."""
+        self.start_offsets.update(starts)
+        for task_id in task_ids:
+            task = self.tasks.get(task_id)
+            if task is not None:
+                task.resume_from_committed(
+                    {tp: committed[tp][1] for tp in self.partitions[task_id] if tp in committed})
+
     def set_restore_limits(self, offsets: dict[tuple[str, int], int]) -> None:
         """Where each task starts consuming: input topics used as changelogs restore up to
         there (reuse.ktable.source.topics)."""
@@ -146,6 +160,7 @@ class TaskManager:
         for tp in self.partitions.pop(task_id):
             self.by_partition.pop(tp, None)
             self.committed.pop(tp, None)
+            self.start_offsets.pop(tp, None)
         restoring = task_id in self.restoring
         self.restoring.discard(task_id)
         self.updater.remove(task_id)

@@ -41,7 +41,7 @@ from ..kafka.internals import (
     GroupMetadata,
     check_membership,
     fetch_position,
-    fetch_stable_offsets,
+    fetch_stable_committed,
     group_metadata,
 )
 from ..metrics.streams_app import ThreadStats, store_wrapper
@@ -391,6 +391,9 @@ class StreamThread:
         self._process_slice(gen, now)
         self.stats.process_seconds += time.perf_counter() - started
         for _task_id, task in tasks.running():
+            # Kafka's TaskExecutor#punctuate: stream time may be due without a new record
+            # (a task that resumed the stream time its last owner committed).
+            task.punctuate_stream_time()
             task.punctuate_wall_clock()
         committer = gen.committer
         if self.task_config.cache is not None and committer.dirty and self._caught_up(gen):
@@ -566,12 +569,13 @@ class StreamThread:
             for task_id in [t for t in tasks.standbys if t not in standby]:
                 # before the active is created: it restores from the standby's checkpoint
                 tasks.close_standby(task_id, "PROMOTED" if task_id in wanted else "MIGRATED")
-            for task_id in sorted(wanted - set(tasks.tasks)):
+            created = wanted - set(tasks.tasks)
+            for task_id in sorted(created):
                 tasks.create(task_id)
             for task_id in sorted(standby - set(tasks.standbys)):
                 tasks.create_standby(task_id)
             try:
-                await self._seek_to_start_positions(gen, assigned)
+                await self._seek_to_start_positions(gen, assigned, created)
             except Exception as exc:
                 log.warning("fetching the committed offsets failed: %r", exc)
                 self.failure = exc
@@ -601,7 +605,8 @@ class StreamThread:
         gen.tasks.close_all(clean=False)
 
     async def _seek_to_start_positions(self, gen: ClientGeneration,
-                                       assigned: list[TopicPartition]) -> None:
+                                       assigned: list[TopicPartition],
+                                       created: set[TaskId]) -> None:
         """Put every assigned partition where its task starts, in the same step as the
         assignment version moves on: records the fetcher handed over meanwhile are dropped
         by the loop, and would be lost if nothing set the positions back.
@@ -610,19 +615,25 @@ class StreamThread:
         always asks so): a zombie's open transaction that already holds offsets for these
         partitions is waited for, so its commit (or abort) decides where this instance
         starts, never both. A partition without a committed offset starts at its beginning
-        (``auto.offset.reset=earliest``, as Kafka Streams sets it)."""
+        (``auto.offset.reset=earliest``, as Kafka Streams sets it). The tasks just
+        ``created`` take up the stream time and processor metadata committed with the
+        offsets (KAFKA-7994, KIP-825)."""
         consumer = gen.consumer
-        offsets = await fetch_stable_offsets(
+        committed = await fetch_stable_committed(
             consumer, self.app_id, assigned,
             timeout_s=2 * self.config.transaction_timeout_ms / 1000 + 30)
+        offsets = {tp: offset for tp, (offset, _metadata) in committed.items()}
         fresh = [tp for tp in assigned if tp not in offsets]
         beginnings = await consumer.beginning_offsets(fresh) if fresh else {}
         if gen.closed:
             return
         for tp, offset in (*offsets.items(), *beginnings.items()):
             consumer.seek(tp, offset)
-        gen.tasks.set_restore_limits({(tp.topic, tp.partition): offset for tp, offset
-                                      in (*offsets.items(), *beginnings.items())})
+        starts = {(tp.topic, tp.partition): offset
+                  for tp, offset in (*offsets.items(), *beginnings.items())}
+        gen.tasks.resume_from_committed(
+            created, {(tp.topic, tp.partition): c for tp, c in committed.items()}, starts)
+        gen.tasks.set_restore_limits(starts)
 
 
 class _Listener(ConsumerRebalanceListener):

@@ -23,23 +23,29 @@ BUILD = kafka.CACHE / "dsl-runner"
 
 
 def compile_runner() -> Path:
-    """Compile TopologyRunner.java unless classes of the current source exist.
+    """Compile TopologyRunner.java unless classes of the current source exist."""
+    return compile_java(SOURCE, BUILD)
+
+
+def compile_java(source: Path, build_root: Path) -> Path:
+    """Compile one Java source against the prepared jars unless classes of its current
+    version exist; returns the classes directory.
 
     Each source version gets its own directory (named by its digest, made complete before it
     is renamed into place): a running JVM's classes are never replaced under it by another
     session (another worktree, or a later edit) compiling a different source.
     """
-    digest = hashlib.sha256(SOURCE.read_bytes()).hexdigest()
-    build = BUILD / digest[:16]
-    if (build / "TopologyRunner.class").exists():
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    build = build_root / digest[:16]
+    if (build / f"{source.stem}.class").exists():
         return build
     javac = shutil.which("javac")
     if javac is None:
         raise kafka.PrepareError("javac is not on PATH")
-    BUILD.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".compiling-", dir=BUILD))
+    build_root.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".compiling-", dir=build_root))
     done = subprocess.run([javac, "-nowarn", "-encoding", "UTF-8", "-d", str(staging), "-cp",
-                           f"{kafka.LIBS}/*", str(SOURCE)], capture_output=True, text=True)
+                           f"{kafka.LIBS}/*", str(source)], capture_output=True, text=True)
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise kafka.PrepareError(f"javac failed: {done.stderr.strip()[:2000]}")

@@ -8,9 +8,37 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+from aiokafka.admin import AIOKafkaAdminClient
+from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 from helpers import create_topics
 
-__all__ = ["create_topics", "latest_by_key", "produce", "read_all"]
+__all__ = ["committed", "committed_offsets", "create_topics", "latest_by_key", "produce",
+           "read_all"]
+
+
+def committed(bootstrap: str, group: str, topic: str) -> dict[int, tuple[int, str]]:
+    """The group's committed offsets of ``topic`` with their metadata strings, per partition;
+    none while its coordinator is not ready (Apache Kafka answers FindCoordinator with
+    COORDINATOR_NOT_AVAILABLE until it has created and loaded __consumer_offsets, after the
+    first consumer asked for it)."""
+    async def run() -> dict[int, tuple[int, str]]:
+        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
+        await admin.start()
+        try:
+            offsets = await admin.list_consumer_group_offsets(group)
+        except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
+            return {}
+        finally:
+            await admin.close()
+        return {tp.partition: (meta.offset, meta.metadata) for tp, meta in offsets.items()
+                if tp.topic == topic}
+
+    return asyncio.run(run())
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    """The group's committed offsets of ``topic`` per partition (see ``committed``)."""
+    return {p: offset for p, (offset, _meta) in committed(bootstrap, group, topic).items()}
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]],

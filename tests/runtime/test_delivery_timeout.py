@@ -112,15 +112,16 @@ class _Consumer:
     """What the at_least_once commit calls on the consumer: records the offsets."""
 
     def __init__(self) -> None:
-        self.commits: list[dict[Any, int]] = []
+        self.commits: list[dict[Any, tuple[int, str]]] = []
 
-    async def commit(self, offsets: dict[Any, int]) -> None:
+    async def commit(self, offsets: dict[Any, tuple[int, str]]) -> None:
         self.commits.append(offsets)
 
 
 def _committer(producer: Any, collector: RecordCollector, consumer: _Consumer,
                handler: str) -> Committer:
-    task = SimpleNamespace(flush=lambda: None, consumed={("delivery-in", 0): 7})
+    task = SimpleNamespace(flush=lambda: None, consumed={("delivery-in", 0): 7},
+                           committed_metadata=lambda tp: "", processor_metadata_changed=False)
     tasks = SimpleNamespace(commit_stores=lambda: None, committed={}, tasks={},
                             running=lambda: [("0_0", task)])
     return Committer("delivery-timeout", AT_LEAST_ONCE, tasks, consumer, producer, collector,
@@ -158,5 +159,5 @@ def test_a_batch_undelivered_past_the_delivery_timeout_goes_to_the_handler(
         assert consumer.commits == []  # the input offsets stay uncommitted
     else:
         assert [{(tp.topic, tp.partition): o for tp, o in c.items()}
-                for c in consumer.commits] == [{("delivery-in", 0): 7}]
+                for c in consumer.commits] == [{("delivery-in", 0): (7, "")}]
     assert [value for _key, value in _records(broker.bootstrap)] == [b"before"]

@@ -10,50 +10,29 @@ arrive exactly once.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import signal
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from aiokafka.admin import AIOKafkaAdminClient
-from aiokafka.errors import CoordinatorLoadInProgressError, GroupCoordinatorNotAvailableError
 from helpers import RECENT_TS, wait_until
 
 from streams import KafkaStreams
 from streams.runtime import State
 
 from .app_process import AppProcess
-from .kafka_io import create_topics, produce, read_all
+from .kafka_io import committed_offsets, create_topics, produce, read_all
 from .suppress_app import APP_ID, GRACE_MS, WINDOW_MS, topology
 
 SCRIPT = Path(__file__).with_name("suppress_app.py")
+INPUT = "suppress-input"
 KEYS = [f"k{i}" for i in range(5)]
 WINDOWS = 4  # 5 keys x 4 windows = 20 windows
 
 
 def start_app(bootstrap: str, state_dir: Path, log: Path) -> AppProcess:
     return AppProcess(SCRIPT, [bootstrap, str(state_dir)], log, state_dir=state_dir)
-
-
-def committed_offsets(bootstrap: str, group: str) -> dict[int, int]:
-    """The group's committed suppress-input offsets; none while its coordinator is not ready
-    (Apache Kafka answers FindCoordinator with COORDINATOR_NOT_AVAILABLE until it has created
-    and loaded __consumer_offsets, after the first consumer asked for it)."""
-    async def run() -> dict[int, int]:
-        admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap)
-        await admin.start()
-        try:
-            offsets = await admin.list_consumer_group_offsets(group)
-        except (GroupCoordinatorNotAvailableError, CoordinatorLoadInProgressError):
-            return {}
-        finally:
-            await admin.close()
-        return {tp.partition: meta.offset for tp, meta in offsets.items()
-                if tp.topic == "suppress-input"}
-
-    return asyncio.run(run())
 
 
 def buffer_changelog() -> str:
@@ -84,7 +63,7 @@ def test_suppressed_windows_survive_a_restart(broker, tmp_path, stop) -> None:
     first = start_app(broker.bootstrap, state_dir, tmp_path / "first.log")
     try:
         wait_until(first.running, timeout=60, message="first instance RUNNING")
-        wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID).values())
+        wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID, INPUT).values())
                    == len(records), timeout=60, message="every input record committed")
     finally:
         first.stop(signal.SIGTERM if stop == "sigterm" else signal.SIGKILL)
@@ -130,7 +109,7 @@ def test_suppressed_windows_follow_their_task_to_another_instance(broker, tmp_pa
     b = KafkaStreams(topology(), {**base, "state.dir": str(tmp_path / "b")})
     a.start()
     try:
-        wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID).values())
+        wait_until(lambda: sum(committed_offsets(broker.bootstrap, APP_ID, INPUT).values())
                    == len(records), timeout=60, message="every input record committed")
         b.start()
         wait_until(lambda: a.local_task_ids() and b.local_task_ids()
