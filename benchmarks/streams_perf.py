@@ -14,6 +14,9 @@ virtualenv, ``.bench/quix-venv``, made by ``make bench-deps`` or on first use fr
     python benchmarks/streams_perf.py --profile prof/ --only ours   # py-spy on our runtime
     python benchmarks/streams_perf.py --quick --only ours --rounds 3 --ours-tree /tmp/old
         # medians of 3 rounds, our apps importing streams from another tree (same broker)
+    python benchmarks/streams_perf.py --quick --only ours --rounds 3 --before-tree /tmp/old
+        # every ours row twice per round, this tree and /tmp/old (``@before`` rows) one after
+        # the other on the same broker and input, then a before/after table of their medians
 
 Workloads, over N JSON page views keyed by user id in a 4-partition topic (generated with
 confluent-kafka before the runs, not timed; timestamps in order, 10 minutes of event time):
@@ -387,8 +390,10 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
     """One row; the broker's CPU is read from ``broker_cpu_pid`` (default: ``broker``'s)."""
     cpu_pid = broker_cpu_pid or broker.pid
     row = Row(workload, variant, records=data.records,
-              version=versions.get(variant.split("-")[0], ""))
-    tag = f"{workload}-{variant}-{int(time.time() * 1000) % 10**8}"
+              version=versions.get("before" if variant.endswith("@before")
+                                   else variant.split("-")[0], ""))
+    variant, _, side = variant.partition("@")  # "ours-alos@before": that row on --before-tree
+    tag = f"{workload}-{variant}{'-' + side if side else ''}-{int(time.time() * 1000) % 10**8}"
     app_id, out = f"perf-{tag}", f"out-{tag}"
     create_topics(bootstrap, {out: data.partitions})
     framework = variant.split("-")[0]
@@ -403,6 +408,8 @@ def run_row(args: argparse.Namespace, procs: Processes, work: Path, bootstrap: s
     checker.start()
     log_path = work / f"{tag}.log"
     tree = args.ours_tree if framework == "ours" and args.ours_tree else str(REPO_ROOT)
+    if side == "before":
+        tree = args.before_tree
     env = dict(os.environ, PYTHONPATH=tree, PYTHONUNBUFFERED="1")
     argv = [*child_argv(args, variant), workload, "--bootstrap", bootstrap,
             "--app-id", app_id, "--out", out, "--state-dir", str(state_dir), "--guarantee",
@@ -596,6 +603,27 @@ def ratios(rows: dict[tuple[str, str], Row], workload: str) -> list[dict[str, An
     return checks
 
 
+def render_before_after(rows: dict[tuple[str, str], Row], rounds: int) -> str:
+    """Each ours row against its ``@before`` twin: medians of records/s and app CPU seconds."""
+    what = f"medians of {rounds} rounds" if rounds > 1 else "one round"
+    lines = [f"before/after ({what}; before = --before-tree, after = this tree)",
+             f"{'row':<24} {'rec/s before':>12} {'after':>9} {'ratio':>6} "
+             f"{'app cpu s before':>16} {'after':>6} {'ratio':>6}"]
+    for (w, v), after in rows.items():
+        before = rows.get((w, f"{v}@before"))
+        if before is None:
+            continue
+        name = f"{w}/{HEADS.get(v, v)}"
+        if after.error or before.error:
+            lines.append(f"{name:<24} failed: {(after.error or before.error or '')[:80]}")
+            continue
+        rate = after.rate / before.rate if before.rate else 0.0
+        cpu = after.app_cpu_s / before.app_cpu_s if before.app_cpu_s else 0.0
+        lines.append(f"{name:<24} {before.rate:>12,.0f} {after.rate:>9,.0f} {rate:>6.2f} "
+                     f"{before.app_cpu_s:>16.2f} {after.app_cpu_s:>6.2f} {cpu:>6.2f}")
+    return "\n".join(lines)
+
+
 def render(rows: dict[tuple[str, str], Row], workloads: list[str], n: int,
            rounds: int = 1) -> tuple[str, list]:
     head = f"{'workload':<13}" + "".join(f"{HEADS.get(v, v):>11}" for v in VARIANTS)
@@ -676,6 +704,8 @@ def versions_of(args: argparse.Namespace, variants: list[str]) -> dict[str, str]
                           capture_output=True, text=True).stdout.strip()
     v = {"ours": f"streams from {tree}" + (f" (commit {head})" if head else ""),
          "hand": f"aiokafka {aiokafka.__version__}"}
+    if args.before_tree:
+        v["before"] = f"streams from {args.before_tree} (@before rows)"
     if "quix" in variants:
         v["quix"] = quix_versions(args.quix_python)
     if "ks" in variants:
@@ -721,6 +751,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                    help="source tree our apps import streams from (default: this checkout), "
                         "e.g. an older commit exported with git archive, to compare runtimes "
                         "on the same broker")
+    p.add_argument("--before-tree", metavar="DIR",
+                   help="run every selected ours row also on this tree (an older commit "
+                        "exported with git archive), right after the row itself, round after "
+                        "round, and print a before/after table of the medians")
     p.add_argument("--ours-config", action="append", metavar="KEY=VALUE",
                    help="an extra config entry for our apps (repeatable), e.g. poll.ms=10")
     p.add_argument("--broker", choices=("bundled", "kafka"), default="bundled",
@@ -762,6 +796,9 @@ def main(argv: list[str] | None = None) -> int:
             todo = [(w, v) for w, v in todo if not v.startswith("ks")]
             if not todo:
                 sys.exit("streams_perf: nothing left to run")
+    if args.before_tree:
+        todo = [(w, x) for w, v in todo
+                for x in ((v, f"{v}@before") if v.startswith("ours") else (v,))]
     variants = sorted({v.split("-")[0] for _w, v in todo})
     if "quix" in variants:
         args.quix_python = quix_python(args.quix_python)
@@ -818,10 +855,14 @@ def main(argv: list[str] | None = None) -> int:
             if broker.poll() is not None:
                 raise RuntimeError(f"the broker died (code {broker.returncode})")
         workloads = [w for w in WORKLOADS if any(w == k[0] for k in rows)]
-        table, checks = render(rows, workloads, args.records, args.rounds)
+        table, checks = render({k: r for k, r in rows.items() if "@" not in k[1]}, workloads,
+                               args.records, args.rounds)
         print()
         print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
         print(table)
+        if args.before_tree:
+            print()
+            print(render_before_after(rows, args.rounds))
         if args.rounds > 1:
             print("\nseconds per round (row: each run's time, in run order):")
             for (w, v), rr in runs.items():
