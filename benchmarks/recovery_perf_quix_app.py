@@ -11,6 +11,9 @@ both guarantees, no record cache).
 Quix has no state listener and no restore listener, so this app prints the same lines as the
 other two apps from Quix's own recovery objects:
 
+- ``STORED <changelog> <partition> <stored offset> <highwater>`` for every store partition
+  assigned (Quix's check whether it needs recovery: it does when the changelog holds records
+  past the stored offset);
 - ``RESTORING <changelog> <partition> <stored offset> <highwater>`` when the recovery loop hands
   a partition its first changelog record (the offset the store had committed, and the end it
   restores to);
@@ -54,6 +57,7 @@ def count_recovery() -> None:
     applied: Counter[tuple[str, int]] = Counter()
     recover, complete = (RecoveryPartition.recover_from_changelog_message,
                          RecoveryPartition.complete_recovery)
+    needs_check = RecoveryPartition.needs_recovery_check.fget
 
     def recover_counted(self: RecoveryPartition, changelog_message) -> None:
         key = (self.changelog_name, self.partition_num)
@@ -74,6 +78,13 @@ def count_recovery() -> None:
         key = (self.changelog_name, self.partition_num)
         print(f"RESTORED {key[0]} {key[1]} {read[key]} {applied[key]}", flush=True)
 
+    def needs_check_printed(self: RecoveryPartition) -> bool:
+        answer = needs_check(self)
+        print(f"STORED {self.changelog_name} {self.partition_num} {self.offset} "
+              f"{self.changelog_highwater}", flush=True)
+        return answer
+
+    RecoveryPartition.needs_recovery_check = property(needs_check_printed)  # type: ignore[assignment]
     RecoveryPartition.recover_from_changelog_message = recover_counted  # type: ignore[method-assign]
     RecoveryPartition.complete_recovery = complete_counted  # type: ignore[method-assign]
 
