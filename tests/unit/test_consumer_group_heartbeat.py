@@ -232,6 +232,8 @@ def test_offsets_of_an_empty_consumer_group_expire(tmp_path: Path) -> None:
         later = int(time.time() * 1000) + broker.config.offsets_retention_minutes * 60_000 + 1
         assert await broker.groups.expire_offsets(later) == 0  # a member: kept
         await a.heartbeat(epoch=-1)
+        # Counted from when the group emptied (just now), not from before the leave.
+        later = int(time.time() * 1000) + broker.config.offsets_retention_minutes * 60_000 + 1
         assert await broker.groups.expire_offsets(later) == 1
         assert broker.groups.fetch_offsets("g", [("t", 0)])[0][1] is None
         assert broker.groups.group_type("g") is None

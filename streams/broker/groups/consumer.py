@@ -8,9 +8,9 @@ target epoch once it owns no partition the target gives to someone else: first i
 revoke those (its assignment shrinks, its epoch stays), and a partition is handed to its new
 owner only after the old owner's heartbeat shows it released.
 
-Membership lives in memory: after a broker restart members get UNKNOWN_MEMBER_ID and rejoin with
-epoch 0 (Kafka replays its group records instead); committed offsets are durable as for every
-group type.
+Groups survive a broker restart: each change is written to __consumer_offsets before the
+member is answered (group_store.py) and replayed at start, so epochs never go back and members
+carry on with the epoch they had, as with Kafka's group records.
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 from . import errors, migration
 from .assignors import ASSIGNORS, TopicPartition
+from .group_store import decode_consumer, encode_consumer
+from .offsets_codec import CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
 
 if TYPE_CHECKING:
@@ -159,6 +161,37 @@ class ConsumerGroups(GroupProtocol):
         self.config = coordinator.config
         self.groups: dict[str, ConsumerGroup] = {}
         self.assignors = self.config.group_consumer_assignors.split(",")
+        self._written: dict[str, bytes] = {}  # the last record of each group (group_store)
+
+    async def start(self) -> None:
+        """Groups come back from their records in __consumer_offsets with their epochs and
+        members (sessions restart now), unless the id became a classic group afterwards."""
+        offsets = self.coordinator.offsets
+        now = self.coordinator._now()
+        for group_id, (position, value) in offsets.consumer_records.items():
+            later = offsets.classic_records.get(group_id)
+            if later is not None and later[0] > position:
+                continue
+            try:
+                self.groups[group_id] = decode_consumer(group_id, value, now)
+            except CorruptOffsetRecord as exc:
+                log.warning("consumer group %s: %s; starting it afresh", group_id, exc)
+                continue
+            self._written[group_id] = value
+        if self.groups:
+            log.info("loaded %d consumer group(s)", len(self.groups))
+
+    def persist(self, group_id: str) -> None:
+        """Write the group's record if it changed since the last one (before answering)."""
+        group = self.groups.get(group_id)
+        value = None if group is None else encode_consumer(group)
+        if value == self._written.get(group_id):
+            return
+        self.coordinator.offsets.write_group_record(group_id, True, value)
+        if value is None:
+            self._written.pop(group_id, None)
+        else:
+            self._written[group_id] = value
 
     # -- the seam ------------------------------------------------------------------------------
 
@@ -174,6 +207,7 @@ class ConsumerGroups(GroupProtocol):
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
+        self.persist(group_id)  # its tombstone
 
     def empty_since_ms(self, group_id: str) -> int | None:
         group = self.groups[group_id]
@@ -242,6 +276,12 @@ class ConsumerGroups(GroupProtocol):
     # -- ConsumerGroupHeartbeat ----------------------------------------------------------------
 
     def heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
+        result = self._heartbeat(req)
+        if req.group_id in self.groups or req.group_id in self._written:
+            self.persist(req.group_id)
+        return result
+
+    def _heartbeat(self, req: HeartbeatRequest) -> HeartbeatResult:
         error = self._validate(req)
         if error:
             return HeartbeatResult(error[0], error[1], req.member_id)
@@ -444,6 +484,7 @@ class ConsumerGroups(GroupProtocol):
             migration.downgrade(self, group, member)
         else:
             self.remove_member(group, member)
+            self.persist(group.group_id)
 
     def remove_member(self, group: ConsumerGroup, member: ConsumerMember, bump: bool = True) -> None:
         del group.members[member.member_id]

@@ -105,6 +105,7 @@ def join(consumer: ConsumerGroups, group: ConsumerGroup, req: JoinRequest) -> Jo
         sync_deadline=now + req.rebalance_timeout_ms / 1000)
     consumer.advance(group, changed)
     consumer.reconcile(group, member, subscription.owned, now)
+    consumer.persist(group.group_id)
     return JoinResult(errors.NONE, member_id=member_id, generation_id=member.epoch,
                       protocol_type=CONSUMER_PROTOCOL_TYPE,
                       protocol_name=member.classic.protocol_name, leader="")
@@ -182,4 +183,5 @@ def leave(consumer: ConsumerGroups, group: ConsumerGroup,
         answers.append(error)
     if removed:
         consumer.after_removal(group)
+        consumer.persist(group.group_id)
     return answers

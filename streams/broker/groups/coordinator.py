@@ -22,9 +22,11 @@ from . import consumer_classic, errors
 from .consumer import ConsumerGroup, ConsumerGroups
 from .group import Group, GroupState
 from .group_configs import GroupConfigs
+from .group_store import decode_classic, encode_classic
 from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult, join_error
 from .offset_ops import OffsetOperations
 from .offsets import OffsetStore
+from .offsets_codec import CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
 from .share import ShareGroupProtocol
 
@@ -125,6 +127,7 @@ class GroupCoordinator(OffsetOperations):
             group.transition_to(DEAD)
             group.cancel_join_timer()
             del self.groups[group_id]
+            self.offsets.write_group_record(group_id, False, None)
             log.info("group %s: empty classic group becomes a %s group", group_id,
                      group_type.value)
             return True
@@ -133,14 +136,30 @@ class GroupCoordinator(OffsetOperations):
     # -- lifecycle ----------------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Replay committed offsets; groups that only have offsets come back Empty."""
+        """Replay committed offsets and group metadata (group_store): classic groups come back
+        in their generation, with their members; groups that only have offsets come back
+        Empty."""
         self.offsets.load()
         self.configs.load()
-        for group_id in self.offsets.group_ids():
-            # Empty since an unknown time: offset expiry counts from each commit instead.
-            self._get_or_create(group_id).state_since_ms = 0
+        now = self._now()
+        for group_id, (position, value) in self.offsets.classic_records.items():
+            later = self.offsets.consumer_records.get(group_id)
+            if later is not None and later[0] > position:
+                continue  # it became a consumer group afterwards
+            try:
+                group = decode_classic(group_id, value, now)
+            except (CorruptOffsetRecord, UnicodeDecodeError) as exc:
+                log.warning("group %s: unreadable group metadata (%s); starting it afresh",
+                            group_id, exc)
+                continue
+            group.state_since_ms = 0  # Empty since an unknown time (see below)
+            self.groups[group_id] = group
         for protocol in self.protocols.values():
             await protocol.start()
+        for group_id in self.offsets.group_ids():
+            if self.owner(group_id) is None and group_id not in self.groups:
+                # Empty since an unknown time: offset expiry counts from each commit instead.
+                self._get_or_create(group_id).state_since_ms = 0
         self._ticker = self.broker.spawn(self._expiry_loop())
 
     async def stop(self) -> None:
@@ -307,8 +326,13 @@ class GroupCoordinator(OffsetOperations):
         group = consumer.groups.get(group_id)
         return (consumer, group) if group is not None and group.members else None
 
+    def store_classic(self, group: Group) -> None:
+        """Write the group's generation and members to __consumer_offsets (group_store)."""
+        self.offsets.write_group_record(group.group_id, False, encode_classic(group))
+
     def rebalance_downgraded(self, group: Group) -> None:
         """A consumer group just became this classic group (migration.downgrade): rebalance."""
+        self.store_classic(group)
         now = self._now()
         for member in group.members.values():
             member.last_heartbeat = now
@@ -394,6 +418,8 @@ class GroupCoordinator(OffsetOperations):
                 group.rebalance_timeout_ms() / 1000, self._on_join_timeout, group)
             return
         group.init_next_generation()
+        if group.is_(EMPTY):
+            self.store_classic(group)  # the generation goes on after a restart
         now = self._now()
         for member in group.members.values():
             member.last_heartbeat = now
@@ -494,6 +520,7 @@ class GroupCoordinator(OffsetOperations):
             for each in group.members.values():
                 each.assignment = assignments.get(each.member_id, b"")
             group.transition_to(STABLE)
+            self.store_classic(group)
             for each in group.members.values():
                 each.complete_sync(self._sync_result(group, each))
             log.info("group %s: generation %d is stable", group_id, group.generation_id)

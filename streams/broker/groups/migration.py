@@ -83,6 +83,7 @@ def maybe_upgrade(consumer: ConsumerGroups, group_id: str) -> ConsumerGroup | No
     classic.cancel_join_timer()
     classic.transition_to(GroupState.DEAD)
     del coordinator.groups[group_id]
+    coordinator.offsets.write_group_record(group_id, False, None)
     log.info("classic group %s (generation %d, %d members) becomes a consumer group",
              group_id, classic.generation_id, len(classic.members))
     return converted

@@ -78,6 +78,7 @@ class OffsetOperations:
                 group.transition_to(DEAD)
                 group.cancel_join_timer()
                 del self.groups[group.group_id]
+                self.offsets.write_group_record(group.group_id, False, None)
         for protocol in self.protocols.values():
             for listing in list(protocol.listings()):
                 group_id = listing.group_id

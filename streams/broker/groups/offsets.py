@@ -27,6 +27,9 @@ from ..records import (
 )
 from ..topics import OFFSETS_TOPIC
 from .offsets_codec import (
+    CONSUMER_GROUP_KEY_VERSION,
+    GROUP_METADATA_KEY_VERSION,
+    ConsumerGroupKey,
     CorruptOffsetRecord,
     GroupKey,
     OffsetAndMetadata,
@@ -64,6 +67,10 @@ class OffsetStore:
         self.committed: dict[str, dict[TopicPartition, _Entry]] = {}
         # producer id -> group id -> partition -> offset staged by an open transaction
         self.pending: dict[int, dict[str, dict[TopicPartition, _Entry]]] = {}
+        # The last group record of each group id, as replayed: (log offset, value), classic
+        # (GroupMetadata) and KIP-848 consumer groups apart; group_store reads them.
+        self.classic_records: dict[str, tuple[int, bytes]] = {}
+        self.consumer_records: dict[str, tuple[int, bytes]] = {}
 
     # -- topic --------------------------------------------------------------------------------
 
@@ -149,12 +156,26 @@ class OffsetStore:
         coordinator, to every partition of the transaction): publish or drop its offsets."""
         self._finish_pending(producer_id, commit)
 
+    def write_group_record(self, group_id: str, consumer: bool, value: bytes | None) -> None:
+        """Append a group's metadata record (None: its tombstone). Written through to the file
+        at once, so it survives the broker process being killed; callers that answer a client
+        on the strength of it ``await flush_group`` first."""
+        key = encode_group_key(group_id, CONSUMER_GROUP_KEY_VERSION if consumer else
+                               GROUP_METADATA_KEY_VERSION)
+        self._append(group_id, build_batch([Record(key, value, _now())]))
+
+    async def flush_group(self, group_id: str) -> None:
+        plog = self._log_for(group_id)
+        await plog.flush_to(plog.next_offset)
+
     async def delete_group(self, group_id: str) -> None:
-        """Tombstone every committed offset of the group and its metadata key."""
+        """Tombstone every committed offset of the group and its metadata keys."""
         offsets = self.committed.pop(group_id, {})
         records = [Record(encode_offset_key(OffsetKey(group_id, t, p)), None, _now())
                    for t, p in offsets]
         records.append(Record(encode_group_key(group_id), None, _now()))
+        records.append(Record(encode_group_key(group_id, CONSUMER_GROUP_KEY_VERSION), None,
+                              _now()))
         plog, base = self._append(group_id, build_batch(records))
         await plog.flush_to(base + len(records))
 
@@ -225,9 +246,14 @@ class OffsetStore:
         if record.key is None:
             return
         key = decode_key(record.key)
-        if isinstance(key, GroupKey):
-            if record.value is None:  # the group was deleted
-                self.committed.pop(key.group_id, None)
+        if isinstance(key, GroupKey | ConsumerGroupKey):
+            # (A deleted group's offsets have tombstones of their own.)
+            records = self.classic_records if isinstance(key, GroupKey) \
+                else self.consumer_records
+            if record.value is None:
+                records.pop(key.group_id, None)
+            else:
+                records[key.group_id] = (record.offset, record.value)
             return
         if not isinstance(key, OffsetKey):
             return

@@ -15,6 +15,7 @@ _I64 = struct.Struct(">q")
 
 OFFSET_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
+CONSUMER_GROUP_KEY_VERSION = 3  # Kafka's ConsumerGroupMetadataKey
 OFFSET_VALUE_VERSION = 3
 NO_LEADER_EPOCH = -1
 
@@ -32,7 +33,14 @@ class OffsetKey:
 
 @dataclass(slots=True, frozen=True)
 class GroupKey:
-    """Key of a group metadata record (we only ever write its tombstone)."""
+    """Key of a classic group's metadata record (value: group_store.encode_classic)."""
+
+    group_id: str
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupKey:
+    """Key of a KIP-848 consumer group's record (value: group_store.encode_consumer)."""
 
     group_id: str
 
@@ -107,8 +115,8 @@ def encode_offset_key(key: OffsetKey) -> bytes:
     return bytes(out)
 
 
-def encode_group_key(group_id: str) -> bytes:
-    out = bytearray(_I16.pack(GROUP_METADATA_KEY_VERSION))
+def encode_group_key(group_id: str, version: int = GROUP_METADATA_KEY_VERSION) -> bytes:
+    out = bytearray(_I16.pack(version))
     _write_string(out, group_id)
     return bytes(out)
 
@@ -122,7 +130,7 @@ def encode_offset_value(value: OffsetAndMetadata) -> bytes:
     return bytes(out)
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
+def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey | None:
     """Parse a key; None for record types we do not track."""
     reader = _Reader(data)
     version = reader.i16()
@@ -130,6 +138,8 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | None:
         return OffsetKey(reader.string(), reader.string(), reader.i32())
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupKey(reader.string())
+    if version == CONSUMER_GROUP_KEY_VERSION:
+        return ConsumerGroupKey(reader.string())
     return None
 
 
