@@ -1,8 +1,9 @@
 """Group metadata across a broker SIGKILL (streams/broker/groups/group_store.py): a classic
-group keeps its generation and members, a KIP-848 group its group epoch and members' epochs, so
-members committing before the kill go on committing after the restart with the generation or
-epoch they had, a stale member's commit is refused, and no generation or epoch goes back when
-the groups change afterwards. Raw requests, so every generation and epoch is seen as sent."""
+group keeps its generation and members, a KIP-848 group its group epoch and members' epochs, a
+share group its members' epochs. Members committing through the kill go on committing after the
+restart with the generation or epoch they had, a stale member's commit is refused, and no
+generation or epoch goes back when the groups change afterwards. Raw requests, so every
+generation and epoch is seen as sent."""
 
 from __future__ import annotations
 
@@ -15,7 +16,13 @@ from typing import Any
 from helpers import BrokerProcess, create_topics, wait_until
 from reference.wire import Connection
 
-JOIN, SYNC, HEARTBEAT, COMMIT, CONSUMER_HEARTBEAT = 11, 14, 12, 8, 68
+JOIN, SYNC, HEARTBEAT, COMMIT, CONSUMER_HEARTBEAT, SHARE_HEARTBEAT = 11, 14, 12, 8, 68, 76
+
+
+def share_heartbeat(conn: Connection, member_id: str, epoch: int) -> dict[str, Any]:
+    return conn.send(SHARE_HEARTBEAT, 1, {
+        "group_id": "sg", "member_id": member_id, "member_epoch": epoch, "rack_id": None,
+        "subscribed_topic_names": ["t"] if epoch == 0 else None})
 
 
 def subscription() -> bytes:
@@ -112,6 +119,10 @@ def test_generations_and_epochs_survive_sigkill(tmp_path: Path) -> None:
         y.beat()
         x.settle(y)
         epochs = {"x": x.epoch, "y": y.epoch}
+        # A share group of one member.
+        sharer = uuid.uuid4().hex[:22]
+        share_epoch = share_heartbeat(k, sharer, 0)["member_epoch"]
+        assert share_heartbeat(k, sharer, share_epoch)["error_code"] == "none"
         committed = [commit(c, "cg", member, generation, n) for n in range(1, 4)]
         committed += [commit(k, "kg", x.member_id, x.epoch, n) for n in range(1, 4)]
         assert set(committed) == {"none"}
@@ -148,6 +159,9 @@ def test_generations_and_epochs_survive_sigkill(tmp_path: Path) -> None:
         assert x.beat()["error_code"] == "none" and x.epoch == epochs["x"]
         assert y.beat()["error_code"] == "none" and y.epoch == epochs["y"]
         assert commit(k, "kg", x.member_id, x.epoch - 1, 1) == "stale_member_epoch"
+        # The share member too (share sessions are not kept: clients open new ones).
+        again = share_heartbeat(k, sharer, share_epoch)
+        assert (again["error_code"], again["member_epoch"]) == ("none", share_epoch)
         # Changes after the restart move generations and epochs forward, never back.
         newcomer = connect()
         assert c.send(HEARTBEAT, 4, {"group_id": "cg", "generation_id": generation,

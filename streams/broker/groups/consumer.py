@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from . import errors, migration
 from .assignors import ASSIGNORS, TopicPartition
 from .group_store import decode_consumer, encode_consumer
-from .offsets_codec import CorruptOffsetRecord
+from .offsets_codec import CONSUMER_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
 
 if TYPE_CHECKING:
@@ -168,9 +168,8 @@ class ConsumerGroups(GroupProtocol):
         members (sessions restart now), unless the id became a classic group afterwards."""
         offsets = self.coordinator.offsets
         now = self.coordinator._now()
-        for group_id, (position, value) in offsets.consumer_records.items():
-            later = offsets.classic_records.get(group_id)
-            if later is not None and later[0] > position:
+        for group_id, (_, value) in offsets.group_records[CONSUMER_GROUP_KEY_VERSION].items():
+            if offsets.latest_group_record(group_id) != CONSUMER_GROUP_KEY_VERSION:
                 continue
             try:
                 self.groups[group_id] = decode_consumer(group_id, value, now)
@@ -187,7 +186,7 @@ class ConsumerGroups(GroupProtocol):
         value = None if group is None else encode_consumer(group)
         if value == self._written.get(group_id):
             return
-        self.coordinator.offsets.write_group_record(group_id, True, value)
+        self.coordinator.offsets.write_group_record(group_id, CONSUMER_GROUP_KEY_VERSION, value)
         if value is None:
             self._written.pop(group_id, None)
         else:

@@ -26,7 +26,7 @@ from .group_store import decode_classic, encode_classic
 from .member import SYNC_REBALANCING, JoinResult, Member, Protocols, SyncResult, join_error
 from .offset_ops import OffsetOperations
 from .offsets import OffsetStore
-from .offsets_codec import CorruptOffsetRecord
+from .offsets_codec import GROUP_METADATA_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
 from .share import ShareGroupProtocol
 
@@ -127,7 +127,7 @@ class GroupCoordinator(OffsetOperations):
             group.transition_to(DEAD)
             group.cancel_join_timer()
             del self.groups[group_id]
-            self.offsets.write_group_record(group_id, False, None)
+            self.offsets.write_group_record(group_id, GROUP_METADATA_KEY_VERSION, None)
             log.info("group %s: empty classic group becomes a %s group", group_id,
                      group_type.value)
             return True
@@ -142,9 +142,9 @@ class GroupCoordinator(OffsetOperations):
         self.offsets.load()
         self.configs.load()
         now = self._now()
-        for group_id, (position, value) in self.offsets.classic_records.items():
-            later = self.offsets.consumer_records.get(group_id)
-            if later is not None and later[0] > position:
+        classic = self.offsets.group_records[GROUP_METADATA_KEY_VERSION]
+        for group_id, (_, value) in classic.items():
+            if self.offsets.latest_group_record(group_id) != GROUP_METADATA_KEY_VERSION:
                 continue  # it became a consumer group afterwards
             try:
                 group = decode_classic(group_id, value, now)
@@ -328,7 +328,8 @@ class GroupCoordinator(OffsetOperations):
 
     def store_classic(self, group: Group) -> None:
         """Write the group's generation and members to __consumer_offsets (group_store)."""
-        self.offsets.write_group_record(group.group_id, False, encode_classic(group))
+        self.offsets.write_group_record(group.group_id, GROUP_METADATA_KEY_VERSION,
+                                        encode_classic(group))
 
     def rebalance_downgraded(self, group: Group) -> None:
         """A consumer group just became this classic group (migration.downgrade): rebalance."""

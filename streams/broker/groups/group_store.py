@@ -11,6 +11,9 @@ member's generation- or epoch-fenced commits keep working after a coordinator re
   version 3) whose value is our own JSON document (group and assignment epochs, each member's
   epochs, subscription and assignment, the target assignment), not Kafka's ten record types;
   written whenever the group changed, before the member's answer.
+* KIP-932 share groups: likewise under Kafka's ShareGroupMetadataKey (key version 11), our
+  JSON: the group epoch and each member's epoch and subscription (share-partition state has
+  its own topic, ``__share_group_state``).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from .offsets_codec import CorruptOffsetRecord
 
 if TYPE_CHECKING:
     from .consumer import ConsumerGroup
+    from .share import ShareGroup
 
 GROUP_METADATA_VALUE_VERSION = 3
 
@@ -169,4 +173,37 @@ def decode_consumer(group_id: str, data: bytes, now: float) -> ConsumerGroup:
                 group.static[member.instance_id] = member.member_id
     except (ValueError, KeyError, TypeError) as exc:
         raise CorruptOffsetRecord(f"unreadable consumer group record: {exc}") from None
+    return group
+
+
+def encode_share(group: ShareGroup) -> bytes:
+    """A share group's membership (KIP-932): the group epoch, each member's epoch and
+    subscription, and the assignment; share sessions are not kept (clients open new ones)."""
+    document = {
+        "epoch": group.epoch,
+        "members": [{"member_id": m.member_id, "epoch": m.epoch,
+                     "subscribed": sorted(m.subscribed), "client_id": m.client_id,
+                     "client_host": m.client_host, "rack_id": m.rack_id}
+                    for m in group.members.values()],
+        "assignment": {mid: sorted([t, p] for t, p in tps)
+                       for mid, tps in group.assignment.items()},
+    }
+    return json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+
+
+def decode_share(group_id: str, data: bytes, now: float) -> ShareGroup:
+    """The share group as written; members' sessions restart at ``now``."""
+    from .share import ShareGroup, ShareMember
+
+    try:
+        doc = json.loads(data)
+        group = ShareGroup(group_id, doc["epoch"])
+        for m in doc["members"]:
+            group.members[m["member_id"]] = ShareMember(
+                m["member_id"], m["epoch"], frozenset(m["subscribed"]), now, m["client_id"],
+                m["client_host"], m["rack_id"])
+        group.assignment = {mid: {(t, p) for t, p in tps}
+                            for mid, tps in doc["assignment"].items()}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CorruptOffsetRecord(f"unreadable share group record: {exc}") from None
     return group

@@ -32,6 +32,7 @@ from .consumer_protocol import (
 )
 from .group import Group, GroupState
 from .member import Member, SyncResult, join_error
+from .offsets_codec import GROUP_METADATA_KEY_VERSION
 
 if TYPE_CHECKING:
     from .consumer import ConsumerGroup, ConsumerGroups, ConsumerMember
@@ -83,7 +84,7 @@ def maybe_upgrade(consumer: ConsumerGroups, group_id: str) -> ConsumerGroup | No
     classic.cancel_join_timer()
     classic.transition_to(GroupState.DEAD)
     del coordinator.groups[group_id]
-    coordinator.offsets.write_group_record(group_id, False, None)
+    coordinator.offsets.write_group_record(group_id, GROUP_METADATA_KEY_VERSION, None)
     log.info("classic group %s (generation %d, %d members) becomes a consumer group",
              group_id, classic.generation_id, len(classic.members))
     return converted

@@ -15,7 +15,7 @@ from ..topics import OFFSETS_TOPIC
 from . import errors
 from .group import Group, GroupState
 from .offsets import OffsetStore, TopicPartition
-from .offsets_codec import OffsetAndMetadata
+from .offsets_codec import GROUP_METADATA_KEY_VERSION, OffsetAndMetadata
 from .protocols import GroupProtocol, GroupType
 from .subscription import ALL_TOPICS, subscribed_topics
 
@@ -78,7 +78,7 @@ class OffsetOperations:
                 group.transition_to(DEAD)
                 group.cancel_join_timer()
                 del self.groups[group.group_id]
-                self.offsets.write_group_record(group.group_id, False, None)
+                self.offsets.write_group_record(group.group_id, GROUP_METADATA_KEY_VERSION, None)
         for protocol in self.protocols.values():
             for listing in list(protocol.listings()):
                 group_id = listing.group_id

@@ -29,11 +29,12 @@ from ..topics import OFFSETS_TOPIC
 from .offsets_codec import (
     CONSUMER_GROUP_KEY_VERSION,
     GROUP_METADATA_KEY_VERSION,
-    ConsumerGroupKey,
+    SHARE_GROUP_KEY_VERSION,
     CorruptOffsetRecord,
     GroupKey,
     OffsetAndMetadata,
     OffsetKey,
+    TypedGroupKey,
     decode_key,
     decode_offset_value,
     encode_group_key,
@@ -67,10 +68,11 @@ class OffsetStore:
         self.committed: dict[str, dict[TopicPartition, _Entry]] = {}
         # producer id -> group id -> partition -> offset staged by an open transaction
         self.pending: dict[int, dict[str, dict[TopicPartition, _Entry]]] = {}
-        # The last group record of each group id, as replayed: (log offset, value), classic
-        # (GroupMetadata) and KIP-848 consumer groups apart; group_store reads them.
-        self.classic_records: dict[str, tuple[int, bytes]] = {}
-        self.consumer_records: dict[str, tuple[int, bytes]] = {}
+        # The last group record of each group id, as replayed: (log offset, value) by key
+        # version (classic GroupMetadata 2, consumer 3, share 11); group_store reads them.
+        self.group_records: dict[int, dict[str, tuple[int, bytes]]] = {
+            v: {} for v in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_KEY_VERSION,
+                            SHARE_GROUP_KEY_VERSION)}
 
     # -- topic --------------------------------------------------------------------------------
 
@@ -156,12 +158,18 @@ class OffsetStore:
         coordinator, to every partition of the transaction): publish or drop its offsets."""
         self._finish_pending(producer_id, commit)
 
-    def write_group_record(self, group_id: str, consumer: bool, value: bytes | None) -> None:
+    def latest_group_record(self, group_id: str) -> int | None:
+        """Which key version holds the group's last record written before this start."""
+        found = [(records[group_id][0], version) for version, records in
+                 self.group_records.items() if group_id in records]
+        return max(found)[1] if found else None
+
+    def write_group_record(self, group_id: str, key_version: int, value: bytes | None
+                           ) -> None:
         """Append a group's metadata record (None: its tombstone). Written through to the file
         at once, so it survives the broker process being killed; callers that answer a client
         on the strength of it ``await flush_group`` first."""
-        key = encode_group_key(group_id, CONSUMER_GROUP_KEY_VERSION if consumer else
-                               GROUP_METADATA_KEY_VERSION)
+        key = encode_group_key(group_id, key_version)
         self._append(group_id, build_batch([Record(key, value, _now())]))
 
     async def flush_group(self, group_id: str) -> None:
@@ -173,9 +181,8 @@ class OffsetStore:
         offsets = self.committed.pop(group_id, {})
         records = [Record(encode_offset_key(OffsetKey(group_id, t, p)), None, _now())
                    for t, p in offsets]
-        records.append(Record(encode_group_key(group_id), None, _now()))
-        records.append(Record(encode_group_key(group_id, CONSUMER_GROUP_KEY_VERSION), None,
-                              _now()))
+        records += [Record(encode_group_key(group_id, version), None, _now())
+                    for version in self.group_records]
         plog, base = self._append(group_id, build_batch(records))
         await plog.flush_to(base + len(records))
 
@@ -246,10 +253,10 @@ class OffsetStore:
         if record.key is None:
             return
         key = decode_key(record.key)
-        if isinstance(key, GroupKey | ConsumerGroupKey):
+        if isinstance(key, GroupKey | TypedGroupKey):
             # (A deleted group's offsets have tombstones of their own.)
-            records = self.classic_records if isinstance(key, GroupKey) \
-                else self.consumer_records
+            records = self.group_records[key.version if isinstance(key, TypedGroupKey)
+                                         else GROUP_METADATA_KEY_VERSION]
             if record.value is None:
                 records.pop(key.group_id, None)
             else:

@@ -16,6 +16,7 @@ _I64 = struct.Struct(">q")
 OFFSET_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 CONSUMER_GROUP_KEY_VERSION = 3  # Kafka's ConsumerGroupMetadataKey
+SHARE_GROUP_KEY_VERSION = 11  # Kafka's ShareGroupMetadataKey
 OFFSET_VALUE_VERSION = 3
 NO_LEADER_EPOCH = -1
 
@@ -39,10 +40,12 @@ class GroupKey:
 
 
 @dataclass(slots=True, frozen=True)
-class ConsumerGroupKey:
-    """Key of a KIP-848 consumer group's record (value: group_store.encode_consumer)."""
+class TypedGroupKey:
+    """Key of a KIP-848 consumer group's (version 3) or a share group's (version 11) record
+    (values: group_store)."""
 
     group_id: str
+    version: int
 
 
 @dataclass(slots=True, frozen=True)
@@ -130,7 +133,7 @@ def encode_offset_value(value: OffsetAndMetadata) -> bytes:
     return bytes(out)
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey | None:
+def decode_key(data: bytes) -> OffsetKey | GroupKey | TypedGroupKey | None:
     """Parse a key; None for record types we do not track."""
     reader = _Reader(data)
     version = reader.i16()
@@ -138,8 +141,8 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey | None:
         return OffsetKey(reader.string(), reader.string(), reader.i32())
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupKey(reader.string())
-    if version == CONSUMER_GROUP_KEY_VERSION:
-        return ConsumerGroupKey(reader.string())
+    if version in (CONSUMER_GROUP_KEY_VERSION, SHARE_GROUP_KEY_VERSION):
+        return TypedGroupKey(reader.string(), version)
     return None
 
 

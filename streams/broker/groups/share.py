@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import errors, share_assignor
+from .group_store import decode_share, encode_share
+from .offsets_codec import SHARE_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
 from .share_partition import ShareConfig, SharePartition
 from .share_state import ShareKey, ShareSnapshot, ShareStateStore
@@ -106,6 +108,7 @@ class ShareGroupProtocol(GroupProtocol):
         self.unsaved: set[ShareKey] = set()  # initialized, not yet in __share_group_state
         self.topic_ids: dict[ShareKey, str | None] = {}  # the topic each partition is of
         self.configs = coordinator.configs
+        self._written: dict[str, bytes] = {}  # each group's last membership record
 
     def config_for(self, group_id: str) -> ShareConfig:
         """The share settings of one group: its group configs over the broker's group.share.*"""
@@ -135,13 +138,39 @@ class ShareGroupProtocol(GroupProtocol):
 
     def forget(self, group_id: str) -> None:
         self.groups.pop(group_id, None)
+        self.persist_membership(group_id)  # its tombstone
         for key in [k for k in self.partitions if k.group_id == group_id]:
             del self.partitions[key]
 
     async def start(self) -> None:
+        """Share state from __share_group_state; membership from __consumer_offsets
+        (group_store), members' sessions restarting now."""
         self.state.load()
+        offsets = self.coordinator.offsets
+        now = self.coordinator._now()
+        for group_id, (_, value) in offsets.group_records[SHARE_GROUP_KEY_VERSION].items():
+            if offsets.latest_group_record(group_id) != SHARE_GROUP_KEY_VERSION:
+                continue
+            try:
+                self.groups[group_id] = decode_share(group_id, value, now)
+            except CorruptOffsetRecord as exc:
+                log.warning("share group %s: %s; starting it afresh", group_id, exc)
+                continue
+            self._written[group_id] = value
         for key in self.state.snapshots:
             self.groups.setdefault(key.group_id, ShareGroup(key.group_id))
+
+    def persist_membership(self, group_id: str) -> None:
+        """Write the group's membership record if it changed (before the member's answer)."""
+        group = self.groups.get(group_id)
+        value = None if group is None else encode_share(group)
+        if value == self._written.get(group_id):
+            return
+        self.coordinator.offsets.write_group_record(group_id, SHARE_GROUP_KEY_VERSION, value)
+        if value is None:
+            self._written.pop(group_id, None)
+        else:
+            self._written[group_id] = value
 
     def tick(self, now: float) -> None:
         for group in self.groups.values():
@@ -151,6 +180,7 @@ class ShareGroupProtocol(GroupProtocol):
                     log.info("share group %s: member %s session expired", group.group_id,
                              member.member_id)
                     self._remove_member(group, member.member_id)
+                    self.persist_membership(group.group_id)
         now_ms = int(now * 1000)
         for part in self.partitions.values():
             part.expire_locks(now_ms)
@@ -163,6 +193,17 @@ class ShareGroupProtocol(GroupProtocol):
         client_host: str = "", rack_id: str | None = None,
     ) -> HeartbeatResult:
         """ShareGroupHeartbeat (KIP-932) for one member."""
+        result = self._heartbeat(group_id, member_id, member_epoch, subscribed, now,
+                                 client_id, client_host, rack_id)
+        if group_id in self.groups or group_id in self._written:
+            self.persist_membership(group_id)
+        return result
+
+    def _heartbeat(
+        self, group_id: str, member_id: str, member_epoch: int,
+        subscribed: Iterable[str] | None, now: float, client_id: str,
+        client_host: str, rack_id: str | None,
+    ) -> HeartbeatResult:
         if not group_id:
             return HeartbeatResult(errors.INVALID_REQUEST, "GroupId can't be empty.")
         if not member_id:
