@@ -161,3 +161,21 @@ def test_a_batch_undelivered_past_the_delivery_timeout_goes_to_the_handler(
         assert [{(tp.topic, tp.partition): o for tp, o in c.items()}
                 for c in consumer.commits] == [{("delivery-in", 0): (7, "")}]
     assert [value for _key, value in _records(broker.bootstrap)] == [b"before"]
+
+
+def test_delivery_timeout_is_honoured_or_refused_by_name() -> None:
+    def producer_kwargs(props: dict[str, Any]) -> dict[str, Any]:
+        return StreamsConfig.from_mapping({"application.id": "a", **props}
+                                          ).client_kwargs("producer")
+
+    assert producer_kwargs({})["delivery_timeout_ms"] == 120_000  # Kafka's default
+    assert producer_kwargs({"delivery.timeout.ms": "90000"})["delivery_timeout_ms"] == 90_000
+    assert producer_kwargs({"producer.delivery.timeout.ms": 50_000,
+                            "request.timeout.ms": 20_000})["delivery_timeout_ms"] == 50_000
+    # raised to linger.ms + request.timeout.ms when not set, as Kafka's producer does
+    assert producer_kwargs({"request.timeout.ms": 150_000})["delivery_timeout_ms"] == 150_000
+    for props, named in [({"producer.delivery.timeout.ms": 1_000}, "delivery.timeout.ms"),
+                         ({"retries": 3}, "retries"), ({"producer.retries": 3}, "retries"),
+                         ({"consumer.delivery.timeout.ms": 1}, "consumer.delivery.timeout.ms")]:
+        with pytest.raises(ValueError, match=named):
+            producer_kwargs(props)
