@@ -33,19 +33,44 @@ if TYPE_CHECKING:
     # security.protocol/ssl.*/sasl.* keys and admin.* prefix apply.
     Target = str | WorkerConfig
 
-# Kafka's client keys as streams.kafka.client_config maps them; (None, None): a producer key
-# accepted with nothing to set on aiokafka's producer.
+# Kafka's client keys as streams.kafka.client_config maps them. (None, check): a producer key
+# with no aiokafka argument, which the worker honours itself (``check`` refuses a bad value):
+# - max.in.flight.requests.per.connection: aiokafka's producer never has more than one produce
+#   request in flight per broker (its sender skips a node with a request outstanding), which is
+#   Kafka Connect's own default for connector producers (Worker.baseProducerConfigs) and within
+#   any value >= 1 this key allows;
+# - buffer.memory: how many bytes of batches a source task lets wait for the producer
+#   (source_task.BatchSender); exactly-once tasks and the dead letter queue hand over one
+#   batch (record) at a time and wait for the producer to take it.
 _PRODUCER: dict[str, tuple[str | None, Any]] = {
     **ALL_PRODUCER_KEYS,
-    "max.in.flight.requests.per.connection": (None, None),
+    "max.in.flight.requests.per.connection": (None, lambda v: _at_least(v, 1, "INT")),
     "delivery.timeout.ms": (None, None),
-    "buffer.memory": (None, None),
+    "buffer.memory": (None, lambda v: _at_least(v, 0, "LONG")),
 }
 _CONSUMER: dict[str, tuple[str | None, Any]] = dict(ALL_CONSUMER_KEYS)
 _ADMIN: dict[str, tuple[str | None, Any]] = dict(CONNECTION_KEYS)
+# Kafka's ProducerConfig refuses more in flight with idempotence (ordering needs at most 5).
+MAX_IN_FLIGHT_IDEMPOTENT = 5
 
 
-def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any]:
+class _BadValue(ValueError):
+    """A value refused with Kafka's ConfigDef message (the key is added by the caller)."""
+
+
+def _at_least(value: Any, low: int, kind: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise _BadValue(f"Not a number of type {kind}") from None
+    if number < low:
+        raise _BadValue(f"Value must be at least {low}")
+    return number
+
+
+def _translate(table: dict, configs: dict[str, str], kind: str, where: str = "") -> dict[str, Any]:
+    """aiokafka arguments for ``configs`` (keys without their prefix; ``where`` is the prefix
+    named in errors, such as ``producer.override.``)."""
     out: dict[str, Any] = {}
     security = {k: v for k, v in configs.items() if k in SECURITY_KEYS or k in JVM_ONLY_KEYS}
     if security:  # security.protocol, ssl.*, sasl.* (streams/kafka/client_config.py)
@@ -57,14 +82,48 @@ def _translate(table: dict, configs: dict[str, str], kind: str) -> dict[str, Any
         if key in security:
             continue
         if key not in table:
-            raise ConfigException(f"unsupported {kind} config '{key}'")
+            raise ConfigException(f"unsupported {kind} config '{where}{key}'")
         name, convert = table[key]
+        if convert is None:
+            continue
+        try:
+            converted = convert(value)
+        except _BadValue as exc:
+            raise ConfigException(f"Invalid value {value} for configuration {where}{key}: "
+                                  f"{exc}") from None
+        except ValueError:
+            raise ConfigException(f"invalid {kind} config {where}{key}={value!r}") from None
         if name is not None:
-            try:
-                out[name] = convert(value)
-            except ValueError:
-                raise ConfigException(f"invalid {kind} config {key}={value!r}") from None
+            out[name] = converted
+    if kind == "producer":
+        _check_in_flight(configs, bool(out.get("enable_idempotence")))
     return out
+
+
+def _check_in_flight(configs: dict[str, str], idempotent: bool) -> None:
+    """Kafka's ProducerConfig: an idempotent producer keeps at most 5 requests in flight."""
+    in_flight = configs.get("max.in.flight.requests.per.connection")
+    if idempotent and in_flight is not None and int(in_flight) > MAX_IN_FLIGHT_IDEMPOTENT:
+        raise ConfigException("Must set max.in.flight.requests.per.connection to at most "
+                              f"{MAX_IN_FLIGHT_IDEMPOTENT} to use the idempotent producer.")
+
+
+def override_problems(connector: dict[str, str], idempotent: bool = False) -> list[str]:
+    """Why a connector's ``producer.override.*``, ``consumer.override.*`` and
+    ``admin.override.*`` keys cannot configure its clients (an unknown key, a bad value), one
+    line each: checked when the connector is created, not when its first task starts.
+    ``idempotent``: its producers will be (an exactly-once source's)."""
+    problems = []
+    for kind, table in (("producer", _PRODUCER), ("consumer", _CONSUMER), ("admin", _ADMIN)):
+        prefix = f"{kind}.override."
+        overrides = {k[len(prefix):]: v for k, v in connector.items() if k.startswith(prefix)}
+        try:
+            _translate(table, overrides, kind, prefix)
+            if kind == "producer":
+                _check_in_flight(overrides, idempotent)
+        except ConfigException as exc:
+            problems.append(str(exc))
+    return problems
 
 
 def base_kwargs(target: Target) -> dict[str, Any]:
@@ -89,7 +148,7 @@ def check_prefixed(worker: WorkerConfig) -> None:
     bad value fails when the worker starts (not when its first task does)."""
     for kind, table in (("producer", _PRODUCER), ("consumer", _CONSUMER), ("admin", _ADMIN)):
         _translate(table, {k: v for k, v in worker.prefixed(f"{kind}.").items()
-                           if not k.startswith("override.")}, kind)
+                           if not k.startswith("override.")}, kind, f"{kind}.")
 
 
 # Connector producers and consumers take producer.*/consumer.* (and the connector's
@@ -98,6 +157,7 @@ def producer(bootstrap: str, overrides: dict[str, str] | None = None,
              **defaults: Any) -> AIOKafkaProducer:
     kwargs = {"acks": "all", **defaults}
     kwargs.update(_translate(_PRODUCER, overrides or {}, "producer"))
+    _check_in_flight(overrides or {}, bool(kwargs.get("enable_idempotence")))
     return kafka_clients.producer(client_settings(bootstrap), **kwargs)
 
 

@@ -510,10 +510,13 @@ class DistributedHerder(Herder):
             await self._store_task_configs(name, [])
 
     async def _store_task_configs(self, name: str, configs: list[dict[str, str]]) -> None:
-        """Task configs come from the worker running the connector. Under exactly-once source
-        support only the leader may write them (fenceably): another worker forwards them to
-        the leader, signed (Kafka's internal ``POST /connectors/{name}/tasks``)."""
-        if self.config_writer is not None and not self.is_leader:
+        """Task configs come from the worker running the connector; only the leader writes
+        them (fenceably under exactly-once source support): another worker forwards them to
+        the leader over Kafka's internal ``POST /connectors/{name}/tasks`` (signed under
+        ``sessioned``), in every mode, as Kafka's DistributedHerder.reconfigureConnector."""
+        if not self.is_leader:
+            log.info("forwarding %d task configs of connector %s to the leader %s",
+                     len(configs), name, self.leader_url)
             await forward_task_configs(lambda: self.leader_url, name, configs,
                                        headers=self._signature)
             return
@@ -530,6 +533,8 @@ class DistributedHerder(Herder):
         if configs and self.targets.get(name) is TargetState.STOPPED:
             raise BadRequest(f"Cannot submit non-empty set of task configs for stopped "
                              f"connector {name}")
+        log.info("writing %d task configs of connector %s forwarded by another worker",
+                 len(configs), name)
         await self._write_privileged(
             [(f"task-{name}-{i}", {"properties": {str(k): str(v) for k, v in cfg.items()}})
              for i, cfg in enumerate(configs)] + [(f"commit-{name}", {"tasks": len(configs)})])

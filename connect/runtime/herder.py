@@ -20,7 +20,7 @@ from aiokafka.structs import TopicPartition
 from connect import plugins
 from connect.api import SinkConnector, SourceConnector
 from connect.config_def import ConfigException
-from connect.runtime import exactly_once, sink_offsets, source_offsets
+from connect.runtime import clients, exactly_once, sink_offsets, source_offsets
 from connect.runtime.config import (
     OFFSETS_TOPIC,
     WorkerConfig,
@@ -337,7 +337,8 @@ class Herder:
                 values["topics"].errors.append(problem)
                 values["topics.regex"].errors.append(problem)
         for problem in override_errors(self.config.connector_client_config_override_policy,
-                                       config):
+                                       config) or clients.override_problems(
+                config, kind == "source" and self.config.exactly_once_source_enabled):
             values["connector.class"].errors.append(problem)
         connector = cls()
         if kind == "source":

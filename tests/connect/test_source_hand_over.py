@@ -63,21 +63,6 @@ def test_every_record_lands_once_in_order_with_its_ack(tmp_path: Path, broker) -
         worker.stop()
 
 
-def test_a_bad_buffer_memory_fails_the_task_naming_it(tmp_path: Path, broker) -> None:
-    create_topics(broker.bootstrap, {"bad": 1})
-    connector = _connector(tmp_path, "bad", **{"producer.override.buffer.memory": "lots"})
-    worker = standalone(tmp_path, broker.bootstrap, connectors=[connector],
-                        **{"connector.client.config.override.policy": "All"})
-    try:
-        wait_until(lambda: status_state(worker.url, "bad")[1] == ["FAILED"], 30,
-                   message="the task FAILED")
-        _code, status = http("GET", f"{worker.url}/connectors/bad/status")
-        trace = status["tasks"][0]["trace"]
-        assert "Invalid value lots for configuration buffer.memory" in trace, trace
-    finally:
-        worker.stop()
-
-
 def test_a_task_that_fails_by_itself_is_stopped_once(tmp_path: Path, broker) -> None:
     """As Kafka's close(): a started task that fails in poll() gets stop() (to close what it
     opened), once."""
