@@ -16,13 +16,16 @@ class AppProcess:
     """``python SCRIPT ARGS...`` with its output in ``log``; ``running()`` once it logged
     ``STATE RUNNING`` (an exited process raises with its output instead of waiting in vain)."""
 
-    def __init__(self, script: Path, args: list[str], log: Path,
+    def __init__(self, script: Path | list[str], args: list[str], log: Path,
                  env: dict[str, str] | None = None, state_dir: Path | None = None) -> None:
+        """``script``: a Python script, or the command of another program (a Kafka Streams
+        app in a JVM) that prints the same lines."""
         self.log = log
         self.state_dir = state_dir
         full_env = dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT), **(env or {}))
+        command = script if isinstance(script, list) else [sys.executable, str(script)]
         with open(log, "w") as out:
-            self.proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out,
+            self.proc = subprocess.Popen([*command, *args], stdout=out,
                                          stderr=subprocess.STDOUT, env=full_env)
 
     def output(self) -> str:

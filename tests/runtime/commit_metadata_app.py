@@ -2,7 +2,8 @@
 test_commit_metadata_runtime.py (and the same topology as tests/reference/java/
 CommitMetadataApp.java, run by Kafka Streams).
 
-Usage: python commit_metadata_app.py BOOTSTRAP STATE_DIR GUARANTEE
+Usage: python commit_metadata_app.py BOOTSTRAP STATE_DIR GUARANTEE [APPLICATION_ID [PREFIX]]
+(PREFIX goes before each topic name)
 
 From ``cm-input`` (String keys and values), in one sub-topology:
 
@@ -55,26 +56,28 @@ class StreamTimeReporter(Processor[str, str]):
         self.context.forward(record.with_value(f"record {record.timestamp} {now}"))
 
 
-def topology() -> Any:
+def topology(prefix: str = "") -> Any:
     s = Serdes.string()
     builder = StreamsBuilder()
-    source = builder.stream("cm-input", key_serde=s, value_serde=s)
-    source.process(StreamTimeReporter).to("cm-times", key_serde=s, value_serde=s)
+    source = builder.stream(f"{prefix}cm-input", key_serde=s, value_serde=s)
+    source.process(StreamTimeReporter).to(f"{prefix}cm-times", key_serde=s, value_serde=s)
     (source.group_by_key()
         .windowed_by(TimeWindows.of_size_with_no_grace(WINDOW_MS))
         .emit_strategy(EmitStrategy.on_window_close())
         .count(Materialized(STORE, retention=RETENTION_MS))
         .to_stream()
         .map(lambda key, count: (f"{key.key}@{key.window.start}", count))
-        .to("cm-finals", key_serde=s, value_serde=Serdes.long()))
+        .to(f"{prefix}cm-finals", key_serde=s, value_serde=Serdes.long()))
     return builder.build()
 
 
 def main() -> None:
     bootstrap, state_dir, guarantee = sys.argv[1:4]
+    app_id = sys.argv[4] if len(sys.argv) > 4 else APP_ID
+    prefix = sys.argv[5] if len(sys.argv) > 5 else ""
     child_logging()
-    streams = KafkaStreams(topology(), {
-        "application.id": APP_ID, "bootstrap.servers": bootstrap,
+    streams = KafkaStreams(topology(prefix), {
+        "application.id": app_id, "bootstrap.servers": bootstrap,
         "processing.guarantee": guarantee, "commit.interval.ms": 200,
         "state.dir": state_dir, "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
     })
