@@ -5,7 +5,9 @@ The buffer (a ``TimeOrderedKeyValueBuffer`` state store with a changelog, see
 window end for ``until_window_closes``, the record timestamp for ``until_time_limit``; ties in
 serialized-key order). After each record the processor evicts, oldest first, every entry with
 ``buffer_time <= ST - delay``, where ST is the largest record timestamp the buffer has seen
-(Kafka's ``KTableSuppressProcessor``; ST lives in the buffer so it survives a restore). An
+since its task started (Kafka's ``KTableSuppressProcessor``, whose ``observedStreamTime``
+starts from nothing: a restored buffer emits once new input passes a window's close; neither
+takes the stream time committed with the offsets, see buffer.py). An
 evicted entry is forwarded with the timestamp and headers of its latest update and
 ``Change(latest new, old value from before buffering began)``. Final-results mode drops
 tombstones at emission (Kafka's ``safeToDropTombstones``).
