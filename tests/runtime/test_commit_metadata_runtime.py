@@ -5,15 +5,14 @@ offsets (Kafka's offset-commit metadata, processor/commit_metadata.py):
   reached before the restart, and ``current_stream_time_ms()`` never goes back to the
   timestamp of an older record that arrives after it;
 * emit-on-close's last window close time (KIP-825, KAFKA-13785): the windows a restored store
-  still holds whose finals went out before the restart are not emitted again, while input
-  flows through a SIGKILL (exactly_once_v2) or a clean stop (at_least_once).
+  still holds whose finals went out before are not emitted again, while input flows through a
+  SIGKILL and restart (exactly_once_v2) or a task moving to a second instance (at_least_once).
 
 The app is tests/runtime/commit_metadata_app.py, in a child process.
 """
 
 from __future__ import annotations
 
-import signal
 import threading
 import time
 from collections import Counter
@@ -103,15 +102,17 @@ def _finals_expected(records: list[tuple[bytes, bytes, int]]) -> dict[str, int]:
     return dict(counts)
 
 
-@pytest.mark.parametrize("guarantee,stop", [("exactly_once_v2", signal.SIGKILL),
-                                            ("at_least_once", signal.SIGTERM)])
-def test_emit_on_close_emits_each_final_once_across_a_restart(broker, tmp_path, guarantee,
-                                                              stop) -> None:
+@pytest.mark.parametrize("guarantee,move", [("exactly_once_v2", "sigkill-and-restart"),
+                                            ("at_least_once", "second-instance-takes-a-task")])
+def test_emit_on_close_emits_each_final_once_when_its_task_moves(broker, tmp_path, guarantee,
+                                                                 move) -> None:
+    """While input flows, the instance is killed and restarted on its state directory, or a
+    second instance joins and takes a task over (restoring its store from the changelog)."""
     topics(broker.bootstrap)
-    records = _window_input(1_200)  # 30 windows of each of 4 keys
+    records = _window_input(1_200)  # 30 windows of each of 4 keys, on both partitions
     expected = _finals_expected(records)
-    state_dir = tmp_path / "state"
-    app = start_app(broker.bootstrap, state_dir, tmp_path / "first.log", guarantee)
+    app = start_app(broker.bootstrap, tmp_path / "a", tmp_path / "a.log", guarantee)
+    apps = [app]
     fed = threading.Event()
     failure: list[BaseException] = []
 
@@ -129,14 +130,21 @@ def test_emit_on_close_emits_each_final_once_across_a_restart(broker, tmp_path, 
     try:
         wait_until(app.running, timeout=60, message="first instance RUNNING")
         feeder.start()
-        # Stop once some finals are out and committed, while input still flows.
+        # Move once some finals are out and committed, while input still flows.
         wait_until(lambda: len(read_all(broker.bootstrap, "cm-finals", quiet=0)) >= 20,
-                   timeout=60, message="20 finals emitted before the restart")
-        assert not fed.is_set(), "the feed ended before the restart: nothing flows across it"
-        app.stop(stop)
-        emitted_before = len(read_all(broker.bootstrap, "cm-finals", quiet=0))
-        app = start_app(broker.bootstrap, state_dir, tmp_path / "second.log", guarantee)
-        wait_until(app.running, timeout=60, message="second instance RUNNING")
+                   timeout=60, message="20 finals emitted before the move")
+        assert not fed.is_set(), "the feed ended before the move: nothing flows across it"
+        if move == "sigkill-and-restart":
+            app.kill()
+            emitted_before = len(read_all(broker.bootstrap, "cm-finals", quiet=0))
+            apps = [start_app(broker.bootstrap, tmp_path / "a", tmp_path / "a2.log",
+                              guarantee)]
+        else:
+            emitted_before = len(read_all(broker.bootstrap, "cm-finals", quiet=0))
+            apps.append(start_app(broker.bootstrap, tmp_path / "b", tmp_path / "b.log",
+                                  guarantee))
+        wait_until(lambda: all(a.owns_tasks(APP_ID) for a in apps), timeout=60,
+                   message="the tasks running on the instance(s) after the move")
         wait_until(fed.is_set, timeout=120, message="the feed done")
         assert not failure, failure
         # Close every window: a later record on each partition.
@@ -149,7 +157,8 @@ def test_emit_on_close_emits_each_final_once_across_a_restart(broker, tmp_path, 
                           timeout=90, quiet=1.5)
     finally:
         feeder.join(timeout=120)
-        app.stop()
+        for a in apps:
+            a.stop()
     got = Counter(r.key.decode() for r in finals)
     assert sorted(k for k, n in got.items() if n > 1) == [], "finals emitted twice"
     assert {r.key.decode(): int.from_bytes(r.value, "big") for r in finals} == expected
