@@ -2,8 +2,10 @@
 
 Each session covers metadata, produce with every codec, idempotent and transactional produce,
 fetch under both isolation levels, a consumer group (join, sync, heartbeat, commit), admin
-create/delete topics and describe configs. The recorded frames are reduced to a stable, sorted
-selection so that a seed picks the same kind of frame in every run.
+create/delete topics and describe configs; confluent-kafka's also a KIP-848 consumer and a
+KIP-932 share consumer. The recorded frames are reduced to a stable, sorted selection so that a
+seed picks the same kind of frame in every run. Beside them, whole: the scripted KIP-848 and
+share-group sequences of group_seeds.py, with the topic ids they were recorded against.
 """
 
 from __future__ import annotations
@@ -15,11 +17,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import sessions
+from . import group_seeds, sessions
 from .proxy import RecordingProxy
 
 PER_GROUP = 2  # frames kept per (client, api key)
 HEARTBEAT = 12
+
+
+def sequences(frames: list[CorpusFrame]) -> dict[str, list[bytes]]:
+    """The group seeds' sequences of a corpus, by kind ("share", "consumer"), in order."""
+    out: dict[str, list[bytes]] = {}
+    for frame in frames:
+        if frame.session == group_seeds.SEQUENCE_PREFIX + group_seeds.TOPIC_IDS:
+            continue
+        if frame.session.startswith(group_seeds.SEQUENCE_PREFIX):
+            out.setdefault(frame.session[len(group_seeds.SEQUENCE_PREFIX):], []).append(
+                frame.payload)
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +56,7 @@ SESSIONS: dict[str, Callable[[str, sessions.Heartbeats], None]] = {
     "aiokafka": sessions.aiokafka_session,
     "kafka-python": sessions.kafka_python_session,
     "confluent-kafka": sessions.confluent_session,
+    "confluent-groups": sessions.confluent_groups_session,
 }
 
 
@@ -54,7 +69,34 @@ def record(proxy: RecordingProxy, bootstrap: str) -> list[CorpusFrame]:
         finally:
             proxy.session = None
     frames = [CorpusFrame(f.session, f.payload) for f in proxy.frames if len(f.payload) >= 8]
-    return select(frames)
+    group_seeds.prepare(bootstrap)
+    host, port = bootstrap.rsplit(":", 1)
+    address = (host, int(port))
+    sequences = [CorpusFrame(group_seeds.SEQUENCE_PREFIX + kind, payload)
+                 for kind, script in group_seeds.SESSIONS.items()
+                 for payload in script(address)]
+    ids = CorpusFrame(group_seeds.SEQUENCE_PREFIX + group_seeds.TOPIC_IDS,
+                      group_seeds.topic_ids(address))
+    return [*select(frames), *sequences, ids]
+
+
+def on_this_broker(frames: list[CorpusFrame], bootstrap: str) -> list[CorpusFrame]:
+    """A saved corpus made usable on this (fresh) broker: the group seeds' topics created and
+    filled, and the topic ids in their frames replaced by this broker's."""
+    kind = group_seeds.SEQUENCE_PREFIX + group_seeds.TOPIC_IDS
+    recorded = next((f.payload for f in frames if f.session == kind), None)
+    if recorded is None:
+        return frames
+    group_seeds.prepare(bootstrap)
+    host, port = bootstrap.rsplit(":", 1)
+    current = group_seeds.topic_ids((host, int(port)))
+    out = []
+    for frame in frames:
+        if frame.session.startswith(group_seeds.SEQUENCE_PREFIX) and frame.session != kind:
+            (payload,) = group_seeds.with_topic_ids([frame.payload], recorded, current)
+            frame = CorpusFrame(frame.session, payload)
+        out.append(frame)
+    return out
 
 
 def _count(proxy: RecordingProxy, session: str, api_key: int) -> int:
@@ -63,7 +105,8 @@ def _count(proxy: RecordingProxy, session: str, api_key: int) -> int:
 
 
 def select(frames: list[CorpusFrame]) -> list[CorpusFrame]:
-    """Up to PER_GROUP frames per (client, key): the smallest and the largest.
+    """Up to PER_GROUP frames per (client, key): the smallest and the largest. (The group
+    seeds' sequences are kept whole, in order, beside these.)
 
     Only the version a client used most for a key is kept (kafka-python sometimes sends one
     early request at another version). Sorting by size keeps the choice stable across runs

@@ -11,8 +11,8 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import batches, fields
-from .corpus import CorpusFrame
+from . import batches, fields, group_seeds
+from .corpus import CorpusFrame, sequences
 from .wire import decode, encode, framed, length_fields, set_length
 
 PRODUCE, LIST_OFFSETS = 0, 2
@@ -35,9 +35,11 @@ class Corpus:
     """The recorded frames with the lookups strategies need."""
 
     def __init__(self, frames: list[CorpusFrame]) -> None:
-        self.frames = frames
-        self.produce = [f for f in frames if f.api_key == PRODUCE and _has_batches(f)]
-        self.list_offsets = [f for f in frames if f.api_key == LIST_OFFSETS]
+        self.sequences = sequences(frames)
+        self.frames = [f for f in frames
+                       if not f.session.startswith(group_seeds.SEQUENCE_PREFIX)]
+        self.produce = [f for f in self.frames if f.api_key == PRODUCE and _has_batches(f)]
+        self.list_offsets = [f for f in self.frames if f.api_key == LIST_OFFSETS]
 
 
 def _has_batches(frame: CorpusFrame) -> bool:
@@ -230,10 +232,37 @@ def bomb(rng: random.Random, corpus: Corpus) -> tuple[str, CorpusFrame, bytes]:
     return label, frame, wire
 
 
+# -- group sessions -----------------------------------------------------------------------------
+
+SEQUENCE_MUTATIONS: tuple[Strategy, ...] = (
+    field_value, field_value, field_value, field_value, bit_flips, length_field, api_header,
+    oversized_array, truncate, delete_bytes)
+
+
+def group_session(rng: random.Random, corpus: Corpus, index: int
+                  ) -> tuple[str, CorpusFrame, bytes]:
+    """A KIP-848 or KIP-932 seed sequence on the case's own group, one frame mutated: the
+    frames before it make a joined member (a real epoch, acquired records), the ones after
+    it act on what the hostile frame left behind."""
+    if not corpus.sequences:
+        raise fields.NotApplicable("no group sequences in the corpus")
+    kind = rng.choice(sorted(corpus.sequences))
+    frames = [group_seeds.rename(f, kind, index) for f in corpus.sequences[kind]]
+    at = rng.randrange(len(frames))
+    target = CorpusFrame("group-seed", frames[at])
+    strategy = rng.choice(SEQUENCE_MUTATIONS)
+    label, _, wire = strategy(rng, Corpus([target]))
+    before = b"".join(framed(f) for f in frames[:at])
+    after = b"".join(framed(f) for f in frames[at + 1 :])
+    return (f"{kind} sequence, frame {at} (api {target.api_key}) {strategy.__name__}: {label}",
+            target, before + wire + after)
+
+
 STRATEGIES: list[tuple[Strategy, int]] = [
     (bit_flips, 10), (insert_bytes, 4), (delete_bytes, 4), (truncate, 4), (frame_size, 4),
     (length_field, 14), (api_header, 8), (field_value, 16), (oversized_array, 4),
     (batch_flags, 10), (batch_counts, 6), (batch_garbage, 8), (bomb, 2),
+    (group_session, 24),  # type: ignore[list-item] # takes the case index too (generate)
 ]
 
 
@@ -244,7 +273,10 @@ def generate(seed: int, index: int, corpus: Corpus) -> Case:
     strategy = rng.choices([s for s, _ in STRATEGIES], [w for _, w in STRATEGIES])[0]
     for _attempt in range(5):
         try:
-            label, frame, wire = strategy(rng, corpus)
+            if strategy is group_session:
+                label, frame, wire = group_session(rng, corpus, index)
+            else:
+                label, frame, wire = strategy(rng, corpus)
             break
         except Exception:  # noqa: BLE001 - kio rejects some hostile values; draw another
             continue

@@ -9,7 +9,7 @@ from .mutate import Case
 
 # Checks that fail a run. Notes: "accepted" (the broker took a batch Kafka refuses) and
 # "handler-error" (a request handler raised; logged as one line, the connection closed).
-FATAL = ("alive", "round-trip", "traceback", "rss", "restart")
+FATAL = ("alive", "round-trip", "traceback", "rss", "restart", "group-state")
 HEX_SHOWN = 2000
 
 

@@ -6,13 +6,14 @@ import contextlib
 import re
 import shutil
 import socket
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import corpus as corpus_mod
-from . import oracle
+from . import group_seeds, oracle
 from .broker import ADDRESS_SPACE_LIMIT, BrokerDied, BrokerProcess, free_port
 from .mutate import Case, Corpus, generate
 from .proxy import RecordingProxy
@@ -79,6 +80,8 @@ class Fuzzer:
         self.crash_replays: dict[str, int] = {}
         self.last_log = ""  # the log chunk of the case before, for a crash seen one case late
         self.accepted: list[Case] = []  # every case noted as "accepted", suspects for restarts
+        self.sequences: dict[str, list[bytes]] = {}  # the group seeds, replayed as an oracle
+        self.group_answers: dict[str, list] = {}  # their answers before any mutation
 
     def run(self) -> Report:
         started = time.monotonic()
@@ -105,10 +108,12 @@ class Fuzzer:
 
     def _corpus(self) -> Corpus:
         if self.options.corpus is not None:
-            frames = corpus_mod.load(self.options.corpus)
+            frames = corpus_mod.on_this_broker(corpus_mod.load(self.options.corpus),
+                                               self.bootstrap)
         else:
             frames = corpus_mod.record(self.proxy, self.bootstrap)
         corpus_mod.save(frames, self.workdir / "corpus.json")
+        self.sequences = corpus_mod.sequences(frames)
         self.report.corpus_size = len(frames)
         self.options.log(f"[fuzz] seed {self.options.seed}; corpus of {len(frames)} frames in "
                          f"{self.workdir / 'corpus.json'}")
@@ -121,6 +126,10 @@ class Fuzzer:
         if problem:
             raise AssertionError(f"broker fails before fuzzing: {problem}\n"
                                  f"{self.broker.log_tail()}")
+        for kind, frames in self.sequences.items():
+            if kind not in self.group_answers:
+                self.group_answers[kind] = group_seeds.replay(self.broker.address, kind, frames,
+                                                              "base")
         oracle.reset_peak(self.broker)
 
     def _cases(self, corpus: Corpus, started: float):
@@ -227,11 +236,33 @@ class Fuzzer:
         if problem:
             self._add("round-trip", problem.split(":")[0], problem, None, list(self.recent))
             self._recover("restart after a failed round trip", None)
+        self._group_check()
         rss, _ = self.broker.memory_kib()
         self.options.log(f"[fuzz] {self.report.cases_sent} cases, "
                          f"{len(self.report.failures)} failing finding(s), "
                          f"{len(self.report.notes)} note(s), broker VmRSS {rss // 1024} MiB")
         self.recent = []
+
+    def _group_check(self) -> None:
+        """The group seeds, unmutated, on a fresh group: the same answers as before any
+        mutation (error codes, epochs, assignments, acquired ranges), or group state broke."""
+        for kind, frames in self.sequences.items():
+            expected = self.group_answers.get(kind)
+            try:
+                got = group_seeds.replay(self.broker.address, kind, frames,
+                                         f"o{self.round_trips}")
+            except (OSError, ValueError, struct.error) as exc:
+                got = [f"replay failed: {type(exc).__name__}: {exc}"]
+            self._check_log(self.recent[-1] if self.recent else None, "traceback")
+            if got == expected:
+                continue
+            at = next((i for i, (a, b) in enumerate(zip(got, expected or [], strict=False))
+                       if a != b), min(len(got), len(expected or [])))
+            api = struct.unpack_from(">h", frames[at])[0] if at < len(frames) else -1
+            self._add("group-state", f"{kind} seed answered differently at frame {at} "
+                      f"(api {api})", f"expected {expected[at] if expected and at < len(expected) else None}\n"
+                      f"got      {got[at] if at < len(got) else None}", None, list(self.recent))
+            self._recover("restart after a group-state difference", None)
 
     def _check_log(self, case: Case | None, check: str) -> str:
         text = self.broker.new_log()

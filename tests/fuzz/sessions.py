@@ -193,3 +193,57 @@ def confluent_session(bootstrap: str, heartbeats: Heartbeats) -> None:
                 consumer.offsets_for_times([TopicPartition("fz-ck", 0, 0)], 10)
         finally:
             consumer.close()
+
+
+def confluent_groups_session(bootstrap: str, heartbeats: Heartbeats) -> None:
+    """Kafka 4's group protocols from a real client: a KIP-848 consumer
+    (group.protocol=consumer) and a KIP-932 ShareConsumer, on topics of their own (the
+    scripted group seeds' topics are filled outside the recording: group_seeds.prepare)."""
+    from confluent_kafka import Consumer, Producer, ShareConsumer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewTopic,
+        ResourceType,
+    )
+
+    share_topic, consumer_topic, records = "fz-ck-share", "fz-ck-848", 6
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(share_topic, 2, 1), NewTopic(consumer_topic, 2, 1)],
+                                      operation_timeout=10).values():
+        future.result(20)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    for i in range(records):
+        producer.produce(share_topic, VALUE, key=b"s", partition=i % 2)
+        producer.produce(consumer_topic, VALUE, key=b"c", partition=i % 2)
+    assert producer.flush(20) == 0, "confluent producer did not deliver"
+    resource = ConfigResource(ResourceType.GROUP, "fz-ck-share", incremental_configs=[
+        ConfigEntry("share.auto.offset.reset", "earliest",
+                    incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(20)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "fz-ck-848",
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    try:
+        consumer.subscribe([consumer_topic])
+        got, deadline = 0, _deadline(20)
+        while got < records and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                got += 1
+        consumer.commit(asynchronous=False)
+    finally:
+        consumer.close()
+    share = ShareConsumer({"bootstrap.servers": bootstrap, "group.id": "fz-ck-share"})
+    try:
+        share.subscribe([share_topic])
+        got, deadline = 0, _deadline(20)
+        while got < records and time.monotonic() < deadline:
+            got += sum(1 for m in share.poll(0.2) if m.error() is None)
+    finally:
+        share.close()
+    for future in admin.describe_consumer_groups(["fz-ck-848"]).values():
+        future.result(20)

@@ -178,3 +178,23 @@ def test_describe_configs_with_a_huge_resource_name_answers_an_error(
     assert cluster.error_code.value == 0
     assert lines_for(caplog, since, result) == []
     assert _tracebacks(caplog.records[since:]) == []
+
+
+def test_create_topics_with_a_huge_name_answers_an_error(broker, caplog) -> None:
+    """CreateTopics v4 (legacy strings) naming a topic of 32767 characters: the broker quoted
+    the name in the error message, which then did not fit the answer, and closed the
+    connection (fuzz seed 1130208818, case 4135)."""
+    caplog.set_level(logging.INFO)
+    name = "x" * 32_767
+    request = encode_request(19, 4, 43, {"topics": [
+        {"name": name, "num_partitions": 1, "replication_factor": 1, "assignments": [],
+         "configs": []}], "timeout": 10_000, "validate_only": False})
+    since = len(caplog.records)
+    result = exchange(broker.port, request)
+    [(corr, body)] = result.responses()
+    assert corr == 43
+    [topic] = _response(19, 4, body).topics
+    assert topic.error_code.value == INVALID_TOPIC_EXCEPTION
+    assert topic.name == name and len(topic.error_message) < 400
+    assert _tracebacks(caplog.records[since:]) == []
+    assert _metadata_ok(broker.port)
