@@ -58,13 +58,14 @@ class ClassicMember:
         self.conn = side.fresh()
         self.member_id, self.generation = "", -1
         self.owned: list[int] = []
+        self.instance: str | None = None
 
     def call(self, api_key: int, body: dict[str, Any]) -> Any:
         return self.conn.send(api_key, self.side.versions[api_key], body)
 
     def join(self, protocol_type: str = "consumer", name: str = "range") -> dict[str, Any]:
         body = {"group_id": self.group, "session_timeout": 30000, "rebalance_timeout": 30000,
-                "member_id": self.member_id, "group_instance_id": None,
+                "member_id": self.member_id, "group_instance_id": self.instance,
                 "protocol_type": protocol_type, "reason": None,
                 "protocols": [{"name": name,
                                "metadata": subscription(self.topic, self.owned)}]}
@@ -78,7 +79,7 @@ class ClassicMember:
             self.member_id = answer["member_id"]
             answer = self.call(JOIN_GROUP, {**body, "member_id": self.member_id})
         if answer["error_code"] == "none":
-            self.generation = answer["generation_id"]
+            self.member_id, self.generation = answer["member_id"], answer["generation_id"]
         leader = answer["leader"]
         return {"error_code": answer["error_code"], "generation_id": answer["generation_id"],
                 "protocol_type": answer["protocol_type"],
@@ -90,7 +91,7 @@ class ClassicMember:
     def sync(self, plan: list[int] | None = None, name: str = "range") -> dict[str, Any]:
         answer = self.call(SYNC_GROUP, {
             "group_id": self.group, "generation_id": self.generation,
-            "member_id": self.member_id, "group_instance_id": None,
+            "member_id": self.member_id, "group_instance_id": self.instance,
             "protocol_type": "consumer", "protocol_name": name,
             "assignments": [] if plan is None else [
                 {"member_id": self.member_id, "assignment": assignment(self.topic, plan)}]})
@@ -102,7 +103,7 @@ class ClassicMember:
     def heartbeat(self) -> str:
         return self.call(HEARTBEAT, {"group_id": self.group, "generation_id": self.generation,
                                      "member_id": self.member_id,
-                                     "group_instance_id": None})["error_code"]
+                                     "group_instance_id": self.instance})["error_code"]
 
     def commit(self, generation: int | None = None) -> str:
         answer = self.call(OFFSET_COMMIT, {
@@ -116,7 +117,8 @@ class ClassicMember:
 
     def leave(self) -> Any:
         answer = self.call(LEAVE_GROUP, {"group_id": self.group, "members": [
-            {"member_id": self.member_id, "group_instance_id": None, "reason": None}]})
+            {"member_id": self.member_id, "group_instance_id": self.instance,
+             "reason": None}]})
         return [answer["error_code"], [m["error_code"] for m in answer["members"]]]
 
     def close(self) -> None:
@@ -234,3 +236,34 @@ def test_classic_member_leaves_and_upgrade_refused(pair: Pair) -> None:
 
     ours = pair.check(scenario)
     assert ours["consumer member joins connect group"]["error_code"] == "group_id_not_found"
+
+
+def test_classic_static_member_replaces_the_last_consumer_member(pair: Pair) -> None:
+    """A consumer-protocol static member leaves with epoch -2; a classic member with the same
+    group.instance.id joins in its place: every member now speaks the classic protocol, and
+    Kafka turns the group back into a classic group without a rebalance."""
+    topic, group = unique("migs"), unique("migs-group")
+
+    def scenario(side: Side) -> Any:
+        topic_id = prepare(side, topic, group)
+        c = ClassicMember(side, group, topic)
+        out: dict[str, Any] = {"c joins": c.join(), "c syncs": c.sync([0, 1, 2, 3])}
+        a = ConsumerMember(side, group, topic, topic_id, instance_id="instance-1")
+        out["a joins"] = a.heartbeat(join=True)
+        out["c rejoins"] = c.join()
+        out["c syncs again"] = c.sync()
+        out["a settles"] = a.heartbeat()
+        out["a leaves (static)"] = a.heartbeat(epoch=-2)
+        s = ClassicMember(side, group, topic)
+        s.instance = "instance-1"
+        out["s takes instance-1"] = s.join()
+        out["view"] = group_view(side, group, c, s)
+        out["s syncs"] = s.sync()
+        out["c heartbeat"] = c.heartbeat()
+        out["s heartbeat"] = s.heartbeat()
+        for member in (c, s):
+            out[f"{'c' if member is c else 's'} leaves"] = member.leave()
+            member.close()
+        return out
+
+    pair.check(scenario)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from . import errors
+from . import errors, migration
 from .consumer import ClassicMembership, ConsumerGroup, ConsumerGroups, ConsumerMember
 from .consumer_protocol import MalformedProtocol, read_subscription, version_of, write_assignment
 from .member import JoinResult, SyncResult, join_error
@@ -67,6 +67,7 @@ def join(consumer: ConsumerGroups, group: ConsumerGroup, req: JoinRequest) -> Jo
         return join_error(errors.INCONSISTENT_GROUP_PROTOCOL, req.member_id)
     member = group.members.get(member_id)
     changed = False
+    replaced_consumer_member = False
     if req.group_instance_id is not None:
         previous = group.members.get(group.static.get(req.group_instance_id, ""))
         if previous is not None and previous.member_id != member_id:
@@ -79,8 +80,10 @@ def join(consumer: ConsumerGroups, group: ConsumerGroup, req: JoinRequest) -> Jo
             previous.member_id = member_id
             group.members[member_id] = previous
             group.static[req.group_instance_id] = member_id
+            previous.left_static = False
+            replaced_consumer_member = previous.classic is None
             member = previous
-    if member is not None and member.classic is None:
+    if member is not None and member.classic is None and not replaced_consumer_member:
         return join_error(errors.UNKNOWN_MEMBER_ID, req.member_id)
     if member is None:
         member = ConsumerMember(member_id, req.group_instance_id, subscription.rack_id,
@@ -105,7 +108,10 @@ def join(consumer: ConsumerGroups, group: ConsumerGroup, req: JoinRequest) -> Jo
         sync_deadline=now + req.rebalance_timeout_ms / 1000)
     consumer.advance(group, changed)
     consumer.reconcile(group, member, subscription.owned, now)
-    consumer.persist(group.group_id)
+    if replaced_consumer_member and migration.downgrade_on_replacement(consumer, group):
+        migration.downgrade(consumer, group, None)  # every member speaks classic now
+    else:
+        consumer.persist(group.group_id)
     return JoinResult(errors.NONE, member_id=member_id, generation_id=member.epoch,
                       protocol_type=CONSUMER_PROTOCOL_TYPE,
                       protocol_name=member.classic.protocol_name, leader="")

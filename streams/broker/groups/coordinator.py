@@ -331,12 +331,15 @@ class GroupCoordinator(OffsetOperations):
         self.offsets.write_group_record(group.group_id, GROUP_METADATA_KEY_VERSION,
                                         encode_classic(group))
 
-    def rebalance_downgraded(self, group: Group) -> None:
-        """A consumer group just became this classic group (migration.downgrade): rebalance."""
+    def rebalance_downgraded(self, group: Group, rebalance: bool = True) -> None:
+        """A consumer group just became this classic group (migration.downgrade): store it,
+        start its members' sessions, and rebalance unless told not to."""
         self.store_classic(group)
         now = self._now()
         for member in group.members.values():
             member.last_heartbeat = now
+        if not rebalance:
+            return
         self._prepare_rebalance(group, f"group {group.group_id} downgraded from consumer to "
                                        "classic")
 

@@ -135,15 +135,28 @@ def downgrade_allowed(consumer: ConsumerGroups, group: ConsumerGroup,
     return True
 
 
-def downgrade(consumer: ConsumerGroups, group: ConsumerGroup, leaving: ConsumerMember) -> None:
-    """Turn ``group`` into a classic group without ``leaving``, and start a rebalance."""
+def downgrade_on_replacement(consumer: ConsumerGroups, group: ConsumerGroup) -> bool:
+    """Kafka's validateOnlineDowngradeWithReplacedMemberId, once a classic static member took
+    the place of a consumer-protocol one: does every member now use the classic protocol?"""
+    if any(m.classic is None for m in group.members.values()):
+        return False
+    config = consumer.config
+    return downgrade_enabled(config.group_consumer_migration_policy) and \
+        len(group.members) <= config.group_max_size
+
+
+def downgrade(consumer: ConsumerGroups, group: ConsumerGroup,
+              leaving: ConsumerMember | None) -> None:
+    """Turn ``group`` into a classic group without ``leaving``. When a member left, a rebalance
+    starts; when a classic static member replaced the last consumer-protocol one (``leaving``
+    None), the group stays Stable in its generation, each member keeping its assignment."""
     coordinator = consumer.coordinator
     classic = Group(group.group_id)
     classic.generation_id = group.group_epoch
     classic.protocol_type = CONSUMER_PROTOCOL_TYPE
     now = coordinator._now()
     for member in group.members.values():
-        if member.member_id == leaving.member_id:
+        if leaving is not None and member.member_id == leaving.member_id:
             continue
         assert member.classic is not None
         classic.add(Member(
@@ -157,6 +170,6 @@ def downgrade(consumer: ConsumerGroups, group: ConsumerGroup, leaving: ConsumerM
     classic.transition_to(GroupState.STABLE)
     consumer.forget(group.group_id)
     coordinator.groups[group.group_id] = classic
-    log.info("consumer group %s becomes a classic group (generation %d) as %s leaves",
-             group.group_id, classic.generation_id, leaving.member_id)
-    coordinator.rebalance_downgraded(classic)
+    log.info("consumer group %s becomes a classic group (generation %d)%s", group.group_id,
+             classic.generation_id, "" if leaving is None else f" as {leaving.member_id} leaves")
+    coordinator.rebalance_downgraded(classic, rebalance=leaving is not None)
