@@ -19,8 +19,6 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewTopic
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberAssignment
-from aiokafka.protocol.admin import DescribeGroupsRequest_v2
-from aiokafka.protocol.api import Request
 from aiokafka.protocol.offset import OffsetRequest
 
 from ..cli.client import (
@@ -33,6 +31,7 @@ from ..cli.client import (
 from ..kafka import admin as kadmin
 from ..kafka import clients
 from ..kafka.internals import send_to_node
+from ..kafka.requests import DescribeGroupsV2
 
 EARLIEST, LATEST = -2, -1  # ListOffsets timestamps for the log start and end
 SECRET_MARKERS = ("password", "secret", "jaas", "key.password", "token")
@@ -47,21 +46,6 @@ LAG_HISTORY = 60  # samples kept per group for the lag chart (one per page/API v
 def _leaders(described: list[dict[str, Any]]) -> dict[TopicPartition, int]:
     return {TopicPartition(t["topic"], p["partition"]): p["leader"]
             for t in described for p in t["partitions"]}
-
-
-class DescribeGroupsV2(Request[DescribeGroupsRequest_v2]):
-    """DescribeGroups pinned to v2: aiokafka 0.14 sends v3 but reads the answer with v2's
-    layout, which lacks v3's authorized_operations, so a response with two or more groups is
-    misread (the second group's fields shift) or fails to decode."""
-
-    API_KEY = 15
-
-    def __init__(self, groups: list[str]) -> None:
-        self.groups = groups
-
-    def build(self, request_struct_class: type[DescribeGroupsRequest_v2]
-              ) -> DescribeGroupsRequest_v2:
-        return request_struct_class(self.groups)
 
 
 class ConsoleError(Exception):

@@ -9,6 +9,9 @@ CLI and console, Connect, Spark and the registry reach Kafka through this packag
 - ``internals``: every use of aiokafka's private internals (contract-tested in
   ``tests/unit/test_kafka_internals*.py``); nothing else touches aiokafka's privates.
 - ``batching``: batched producing per partition (``RecordCollector``, murmur2 partitioning).
+- ``fetch``: reading exact offset ranges of a partition with raw Fetch requests (aborted
+  transactions filtered under read_committed) and the offset lookups that plan them (the Spark
+  source's reader, contract-tested in ``tests/unit/test_kafka_fetch.py``).
 - ``loop_thread``: an event loop on a thread, for synchronous callers of async clients.
 - ``admin``: the one request path for the admin requests aiokafka has no method for (ACLs, SCRAM
   credentials, OffsetDelete, DeleteGroups, member-less OffsetCommit, ListGroups with types,

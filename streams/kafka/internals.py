@@ -16,8 +16,8 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
 - cluster metadata on demand: a refresh now, and every topic with its partitions (Connect's
   config/offset/status logs and the Spark source's planning);
 - a raw request through an admin client, for admin calls aiokafka lacks (DeleteGroups), and
-  through a network client: Metadata that may create a topic, EndTxn for a transaction another
-  process began (the Spark sink);
+  through a network client: Metadata that may create a topic (``topic_metadata``), EndTxn for a
+  transaction another process began (``end_transaction``; the Spark sink);
 - a client stopped all the way when aiokafka's own stop is cut short (``stop_client``);
 - a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
   which a changelog restore under exactly-once must reach (see ``high_watermarks``);
@@ -44,7 +44,9 @@ from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest
+from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.offset import OffsetRequest
+from aiokafka.protocol.transaction import EndTxnRequest
 from aiokafka.protocol.types import (
     Boolean,
     CompactArray,
@@ -354,6 +356,28 @@ async def send_to_transaction_coordinator(client: AIOKafkaClient, transactional_
     return await client.send(node, request, group=ConnectionGroup.COORDINATION)
 
 
+async def topic_metadata(client: AIOKafkaClient, topic: str) -> tuple[int, int]:
+    """(error code, partition count) of ``topic`` from one Metadata request that allows
+    auto-creation, as a producer asks: a broker that creates topics creates it (LEADER_NOT_AVAILABLE
+    until it has leaders), one that does not answers UNKNOWN_TOPIC_OR_PARTITION."""
+    response = await send_to_any_broker(
+        client, MetadataRequest([topic], allow_auto_topic_creation=True))
+    for entry in response.topics:
+        code, name, partitions = entry[0], entry[1], entry[3]
+        if name == topic:
+            return int(code), len(partitions)
+    return Errors.LeaderNotAvailableError.errno, 0  # not in the answer (yet): ask again
+
+
+async def end_transaction(client: AIOKafkaClient, transactional_id: str, producer_id: int,
+                          epoch: int, commit: bool) -> int:
+    """EndTxn for a transaction another process began (Kafka's transaction coordinator knows a
+    transaction by id, producer id and epoch, not by connection): its error code."""
+    response = await send_to_transaction_coordinator(
+        client, transactional_id, EndTxnRequest(transactional_id, producer_id, epoch, commit))
+    return int(response.error_code)
+
+
 async def check_membership(consumer: AIOKafkaConsumer, group: GroupMetadata) -> None:
     """Ask the group coordinator whether ``group``'s generation and member id are still
     current (a Heartbeat), raising ``FencedByGroupError`` if they are not.
@@ -631,8 +655,8 @@ def _stable_offsets(resp: Any) -> dict[TopicPartition, tuple[int, str]]:
 
 __all__ = [
     "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
-    "check_membership", "client_of", "cluster_metadata", "fetch_position", "fetch_stable_committed",
-    "fetch_stable_offsets", "group_metadata",
-    "refresh_metadata", "request_rejoin", "security_protocol", "send_to_any", "send_to_node",
+    "check_membership", "client_of", "cluster_metadata", "end_transaction", "fetch_position",
+    "fetch_stable_committed", "fetch_stable_offsets", "group_metadata", "refresh_metadata",
+    "request_rejoin", "security_protocol", "send_to_any", "send_to_node", "topic_metadata",
     "wait_on_metadata",
 ]

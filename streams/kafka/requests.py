@@ -1,8 +1,8 @@
 """Kafka request formats that aiokafka does not ship, written from Kafka's message schemas
 (``clients/src/main/resources/common/message/*.json``): OffsetDelete (KIP-496), the SCRAM
-credential APIs (KIP-554), DescribeLogDirs (KIP-113), IncrementalAlterConfigs (KIP-339) and
-OffsetFetch v8 for many groups at once (KIP-709); the group requests are in
-``streams.kafka.group_requests``.
+credential APIs (KIP-554), DescribeLogDirs (KIP-113), IncrementalAlterConfigs (KIP-339),
+OffsetFetch v8 for many groups at once (KIP-709) and DescribeGroups pinned to v2; the group
+requests of KIP-848 and KIP-932 are in ``streams.kafka.group_requests``.
 
 Each format is one :func:`api_version` (its request and response schemas) and a ``Request`` that
 builds it from its constructor's arguments, as aiokafka's own requests do."""
@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from aiokafka import TopicPartition
+from aiokafka.protocol.admin import DescribeGroupsRequest_v2
 from aiokafka.protocol.api import Request, RequestStruct, Response
 from aiokafka.protocol.types import (
     Array,
@@ -200,3 +201,15 @@ class OffsetFetchGroups(Request[OffsetFetchRequest_v8]):
 
     def __init__(self, groups: list[str]) -> None:
         self.fields = ([(g, None, {}) for g in groups], False, {})
+
+
+class DescribeGroupsV2(Request[DescribeGroupsRequest_v2]):
+    """DescribeGroups pinned to v2: aiokafka 0.14 sends v3 but reads the answer with v2's
+    layout, which lacks v3's authorized_operations, so a response with two or more groups is
+    misread (the second group's fields shift) or fails to decode."""
+
+    API_KEY = 15
+    build = build_fields
+
+    def __init__(self, groups: list[str]) -> None:
+        self.fields = (groups,)

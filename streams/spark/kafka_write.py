@@ -27,17 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from aiokafka import AIOKafkaProducer
 from aiokafka import errors as Errors
-from aiokafka.protocol.metadata import MetadataRequest
-from aiokafka.protocol.transaction import EndTxnRequest
-from aiokafka.record.default_records import DefaultRecordBatchBuilder
 
 from streams.kafka import clients
-from streams.kafka.batching import RecordCollector
+from streams.kafka.batching import RecordCollector, record_size
 from streams.kafka.internals import (
     client_of,
+    end_transaction,
     producer_transaction,
-    send_to_any_broker,
-    send_to_transaction_coordinator,
+    topic_metadata,
 )
 from streams.spark.sink_options import ProducerSettings, SinkOptionError
 
@@ -180,8 +177,7 @@ class _TaskWriter:
         for row in suspects:
             key = keys[row].as_py() if keys is not None else None
             value = values[row].as_py()
-            size = DefaultRecordBatchBuilder.estimate_size_in_bytes(key, value,
-                                                                    list(headers[row]))
+            size = record_size(key, value, list(headers[row]))
             if size > limit:
                 raise SinkOptionError(
                     f"a record for topic '{topics[row]}' is {size} bytes, larger than "
@@ -234,21 +230,16 @@ async def topic_partitions(client: clients.NetworkClient, topic: str, wait_ms: i
     """
     deadline = time.monotonic() + wait_ms / 1000  # kafka.max.block.ms
     while True:
-        response = await send_to_any_broker(
-            client, MetadataRequest([topic], allow_auto_topic_creation=True))
-        for entry in response.topics:
-            code, name, partitions = entry[0], entry[1], entry[3]
-            if name != topic:
-                continue
-            if code == _NONE and partitions:
-                return len(partitions)
-            if code == _UNKNOWN_TOPIC:
-                raise SinkOptionError(
-                    f"topic '{topic}' does not exist and the broker does not create topics "
-                    f"automatically (auto.create.topics.enable=false): create it first")
-            if code not in (_NONE, _LEADER_NOT_AVAILABLE):
-                raise SinkOptionError(f"topic '{topic}' cannot be written: "
-                                      f"{Errors.for_code(code).__name__}")
+        code, partitions = await topic_metadata(client, topic)
+        if code == _NONE and partitions:
+            return partitions
+        if code == _UNKNOWN_TOPIC:
+            raise SinkOptionError(
+                f"topic '{topic}' does not exist and the broker does not create topics "
+                f"automatically (auto.create.topics.enable=false): create it first")
+        if code not in (_NONE, _LEADER_NOT_AVAILABLE):
+            raise SinkOptionError(f"topic '{topic}' cannot be written: "
+                                  f"{Errors.for_code(code).__name__}")
         if time.monotonic() > deadline:
             raise SinkOptionError(f"topic '{topic}' has no partition leaders after "
                                   f"{wait_ms} ms (kafka.max.block.ms)")
@@ -292,10 +283,7 @@ async def _end_one(client: clients.NetworkClient, settings: ProducerSettings, tx
     deadline = time.monotonic() + settings.request_timeout_ms / 1000
     while True:
         try:
-            response = await send_to_transaction_coordinator(
-                client, transactional_id,
-                EndTxnRequest(transactional_id, producer_id, epoch, commit))
-            code = response.error_code
+            code = await end_transaction(client, transactional_id, producer_id, epoch, commit)
         except (Errors.KafkaConnectionError, Errors.NodeNotReadyError,
                 Errors.RequestTimedOutError, Errors.CoordinatorNotAvailableError,
                 Errors.CoordinatorLoadInProgressError) as exc:

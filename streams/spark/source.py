@@ -12,8 +12,8 @@ of Spark's Kafka source, so code written for ``format("kafka")`` carries over:
 
 The default isolation level is ``read_committed`` (Spark's default is ``read_uncommitted``): our
 pipelines are exactly-once, so by default Spark sees only committed transactions, and ranges end
-at the last stable offset. The broker I/O lives in :mod:`streams.spark.kafka_read`, option and
-offset rules in :mod:`streams.spark.source_offsets`.
+at the last stable offset. The broker I/O is :mod:`streams.kafka.fetch` (Arrow batches from it in
+:mod:`streams.spark.kafka_read`), option and offset rules in :mod:`streams.spark.source_offsets`.
 """
 
 from __future__ import annotations
@@ -53,6 +53,7 @@ from streams.spark.kafka_read import (
     OffsetClient,
     Range,
     data_loss_message,
+    offset_client,
     read_range,
 )
 from streams.spark.source_offsets import (
@@ -165,7 +166,7 @@ class StreamsBatchReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         opts = self.options
-        with OffsetClient(opts.client) as client:
+        with offset_client(opts.client) as client:
             tps = _subscribed(client, opts, strict=True)
             earliest = client.earliest(tps)
             latest = client.latest(tps)
@@ -209,7 +210,7 @@ class StreamsStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def client(self) -> OffsetClient:
         if self._client is None:
-            self._client = OffsetClient(self.options.client)
+            self._client = offset_client(self.options.client)
         return self._client
 
     def _head(self) -> dict[TopicPartition, int]:

@@ -14,16 +14,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import ClassVar, Literal
 
-from streams.kafka.client_config import (
-    JVM_ONLY_KEYS,
-    SECURITY_KEYS,
-    ClientConfigError,
-    check_security,
-    security_kwargs,
-)
+from streams.kafka.client_config import JVM_ONLY_KEYS, SECURITY_KEYS, ClientConfigError
+from streams.kafka.fetch import READ_COMMITTED, READ_UNCOMMITTED, ReaderSettings
 
 # {"topic": {"0": next_offset}}: the JSON shape Spark stores in the checkpoint.
 Offsets = dict[str, dict[str, int]]
@@ -34,9 +29,6 @@ Mode = Literal["batch", "stream"]
 
 EARLIEST = -2
 LATEST = -1
-
-READ_COMMITTED = "read_committed"
-READ_UNCOMMITTED = "read_uncommitted"
 
 # Options we read (lower case: Spark hands data sources a case-insensitive, lower-cased dict).
 _KNOWN = {
@@ -101,26 +93,15 @@ class Subscription:
 
 
 @dataclass(frozen=True)
-class ClientSettings:
-    """What a broker client needs; small and picklable so it can ride in an InputPartition."""
+class ClientSettings(ReaderSettings):
+    """The reader settings of one query (``streams.kafka.fetch``); small and picklable so they
+    ride in an InputPartition. ``security`` holds kafka.security.protocol, kafka.sasl.*,
+    kafka.ssl.* without "kafka."."""
 
-    bootstrap_servers: str
-    isolation_level: str = READ_COMMITTED
     client_id: str = "streams-spark-source"
-    request_timeout_ms: int = 40_000
-    max_partition_fetch_bytes: int = 8 * 1024 * 1024
-    fetch_max_bytes: int = 64 * 1024 * 1024
-    poll_timeout_ms: int = 120_000
-    # kafka.security.protocol, kafka.sasl.*, kafka.ssl.* without "kafka." (Kafka's client keys,
-    # streams/kafka/client_config.py); plain strings so the settings pickle, never in the repr.
-    security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
-    def security_kwargs(self) -> dict[str, Any]:
-        """aiokafka's security arguments (TLS context, SASL login) for these settings."""
-        if not self.security:
-            return {}
-        props = dict(self.security)
-        return security_kwargs(check_security(props, "kafka."), "kafka.")
+    SECURITY_PREFIX: ClassVar[str] = "kafka."
+    POLL_TIMEOUT_NAME: ClassVar[str] = "kafkaConsumer.pollTimeoutMs"
 
 
 @dataclass(frozen=True)

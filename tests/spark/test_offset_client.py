@@ -1,5 +1,6 @@
-"""The Spark source's driver-side OffsetClient, without a SparkSession: planning calls from a
-synchronous caller, answered by one consumer living on a LoopThread, and a clean close."""
+"""The Spark source's driver-side planning client (streams.kafka.fetch.OffsetClient), without a
+SparkSession: planning calls from a synchronous caller, answered by one consumer living on a
+LoopThread, and a clean close."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 from aiokafka import AIOKafkaProducer
 from helpers import create_topics
 
-from streams.spark.kafka_read import OffsetClient
+from streams.spark.kafka_read import offset_client
 from streams.spark.source_offsets import ClientSettings
 
 
@@ -36,7 +37,7 @@ def test_planning_calls_share_one_client_and_close_stops_its_thread(broker) -> N
     create_topics(broker.bootstrap, {"plan": 2})
     _produce(broker.bootstrap, "plan", 1, 3)
     before = len(_offset_threads())
-    client = OffsetClient(ClientSettings(broker.bootstrap, isolation_level="read_uncommitted"))
+    client = offset_client(ClientSettings(broker.bootstrap, isolation_level="read_uncommitted"))
     with client:
         assert client.cluster()["plan"] == [0, 1]
         assert client.earliest([("plan", 0), ("plan", 1)]) == {("plan", 0): 0, ("plan", 1): 0}
@@ -49,7 +50,7 @@ def test_planning_calls_share_one_client_and_close_stops_its_thread(broker) -> N
 
 def test_a_pickled_client_starts_anew_and_a_closed_one_restarts(broker) -> None:
     create_topics(broker.bootstrap, {"again": 1})
-    client = OffsetClient(ClientSettings(broker.bootstrap))
+    client = offset_client(ClientSettings(broker.bootstrap))
     try:
         assert client.cluster()["again"] == [0]
         copy = pickle.loads(pickle.dumps(client))

@@ -21,6 +21,7 @@ from streams.kafka.client_config import client_settings
 from streams.kafka.internals import (
     client_of,
     cluster_metadata,
+    end_transaction,
     group_metadata,
     producer_transaction,
     refresh_metadata,
@@ -28,10 +29,12 @@ from streams.kafka.internals import (
     send_to_any_broker,
     send_to_node,
     send_to_transaction_coordinator,
+    topic_metadata,
 )
 
 GROUP_ID_NOT_FOUND = 69
 UNKNOWN_TOPIC_OR_PARTITION = 3
+INVALID_TXN_STATE = 48
 
 
 def test_refresh_metadata_finds_a_topic_created_after_the_consumer_started(broker) -> None:
@@ -148,9 +151,14 @@ def test_network_client_requests_reach_any_broker_and_the_transaction_coordinato
                 client, MetadataRequest(["txn-out", "never-made"], allow_auto_topic_creation=False))
             by_name = {t[1]: (t[0], len(t[3])) for t in response.topics}
             assert by_name == {"txn-out": (0, 1), "never-made": (UNKNOWN_TOPIC_OR_PARTITION, 0)}
+            assert await topic_metadata(client, "txn-out") == (0, 1)  # the sink's topic check
             response = await send_to_transaction_coordinator(
                 client, tid, EndTxnRequest(tid, pid, epoch, True))
             assert response.error_code == 0
+            # Committed: the same EndTxn again is answered NONE, aborting it now is refused.
+            assert await end_transaction(client, tid, pid, epoch, commit=True) == 0
+            assert await end_transaction(client, tid, pid, epoch, commit=False) == \
+                INVALID_TXN_STATE
         finally:
             await client.close()
         consumer = clients.consumer(settings, isolation_level="read_committed",
