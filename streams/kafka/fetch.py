@@ -34,7 +34,7 @@ from aiokafka.record.control_record import ABORT_MARKER, ControlRecord
 from aiokafka.record.memory_records import MemoryRecords
 
 from . import clients
-from .client_config import check_security, client_settings, security_kwargs
+from .client_config import ALL_CONSUMER_KEYS, check_security, client_settings, security_kwargs
 from .internals import client_of, cluster_metadata
 from .loop_thread import LoopThread, RunTimeoutError
 
@@ -78,20 +78,28 @@ class ReaderSettings:
         where = self.SECURITY_PREFIX
         return security_kwargs(check_security(dict(self.security), where), where)
 
+    def client_kwargs(self) -> dict[str, Any]:
+        """The consumer arguments :data:`READER_KEYS` map onto (these settings' fields)."""
+        return {name: getattr(self, name) for name, _convert in READER_KEYS.values()}
+
     def new_consumer(self) -> AIOKafkaConsumer:
         """A group-less consumer (call inside a coroutine: aiokafka binds the running loop)."""
         return clients.consumer(
-            client_settings(self.bootstrap_servers, client_id=self.client_id,
-                            request_timeout_ms=self.request_timeout_ms,
-                            options=self.security_kwargs()),
-            isolation_level=self.isolation_level,
+            client_settings(self.bootstrap_servers, options=self.security_kwargs()),
+            **self.client_kwargs(),
             enable_auto_commit=False,
             group_id=None,
             auto_offset_reset="none",
-            max_partition_fetch_bytes=self.max_partition_fetch_bytes,
-            fetch_max_bytes=self.fetch_max_bytes,
             fetch_max_wait_ms=100,
         )
+
+
+# Kafka's consumer keys a reader honours, from the one client table (streams/kafka/
+# client_config.py): each maps onto the ReaderSettings field named as aiokafka's argument.
+READER_KEYS = {key: ALL_CONSUMER_KEYS[key] for key in (
+    "client.id", "request.timeout.ms", "max.partition.fetch.bytes", "fetch.max.bytes",
+    "isolation.level")}
+assert {name for name, _ in READER_KEYS.values()} <= set(ReaderSettings.__dataclass_fields__)
 
 
 # ---- planning ----------------------------------------------------------------------------------

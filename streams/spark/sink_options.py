@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 )
 
 from streams.kafka.client_config import (
+    ALL_PRODUCER_KEYS,
     ClientConfigError,
     check_security,
     client_settings,
@@ -44,17 +45,16 @@ _SPARK_REFUSED = {
     "kafka.transactional.id": "transactional ids are derived from the query id and the Spark "
                               "partition; set processing.guarantee=exactly_once_v2 instead",
 }
-# kafka.<key> -> (field of ProducerSettings, converter)
+# kafka.<key> -> (field of ProducerSettings, converter): Kafka's producer keys the sink hands to
+# its producers, taken from the one client table (streams/kafka/client_config.py; the fields are
+# named as aiokafka's arguments), and two the sink applies itself: transaction.timeout.ms (only
+# its exactly-once producers get it) and max.block.ms (how long it waits for a new topic's
+# leaders). Any other kafka.* key but the security ones is refused by name.
+_CLIENT_KEYS = ("client.id", "acks", "linger.ms", "batch.size", "compression.type",
+                "max.request.size", "request.timeout.ms", "retry.backoff.ms",
+                "enable.idempotence")
 _PRODUCER_KEYS: dict[str, tuple[str, Any]] = {
-    "kafka.client.id": ("client_id", str),
-    "kafka.acks": ("acks", str),
-    "kafka.linger.ms": ("linger_ms", int),
-    "kafka.batch.size": ("batch_size", int),
-    "kafka.compression.type": ("compression_type", str),
-    "kafka.max.request.size": ("max_request_size", int),
-    "kafka.request.timeout.ms": ("request_timeout_ms", int),
-    "kafka.retry.backoff.ms": ("retry_backoff_ms", int),
-    "kafka.enable.idempotence": ("enable_idempotence", str),
+    **{f"kafka.{key}": ALL_PRODUCER_KEYS[key] for key in _CLIENT_KEYS},
     "kafka.transaction.timeout.ms": ("transaction_timeout_ms", int),
     "kafka.max.block.ms": ("max_block_ms", int),
 }
@@ -63,7 +63,9 @@ _SPARK_OWN = {"checkpointlocation", "path"}
 _DISPLAY = ("kafka.bootstrap.servers (or bootstrap.servers), topic, processing.guarantee, "
             + ", ".join(sorted(_PRODUCER_KEYS)) + ", kafka.security.protocol, "
             "kafka.sasl.mechanism, kafka.sasl.jaas.config, kafka.ssl.*")
-_COMPRESSION = ("none", "gzip", "snappy", "lz4", "zstd")
+_COMPRESSION = ("gzip", "snappy", "lz4", "zstd")  # and none
+# What a value that does not convert must look like, by key.
+_EXPECTED = {"kafka.acks": "all, -1, 0 or 1", "kafka.enable.idempotence": "true or false"}
 
 
 class SinkOptionError(ValueError):
@@ -72,18 +74,19 @@ class SinkOptionError(ValueError):
 
 @dataclass(frozen=True)
 class ProducerSettings:
-    """What a task's producer needs; small and picklable (it travels inside the writer)."""
+    """What a task's producer needs; small and picklable (it travels inside the writer). The
+    client fields are aiokafka's producer arguments, already converted."""
 
     bootstrap_servers: str
     client_id: str = "streams-spark-sink"
-    acks: str = "all"
+    acks: str | int = "all"
     linger_ms: int = 5
-    batch_size: int = 256 * 1024
-    compression_type: str = "none"
+    max_batch_size: int = 256 * 1024
+    compression_type: str | None = None
     max_request_size: int = 1_048_576
     request_timeout_ms: int = 40_000
     retry_backoff_ms: int = 100
-    enable_idempotence: str = "true"
+    enable_idempotence: bool = True
     # Exactly-once: a task's transaction stays open until the driver commits the micro-batch,
     # so the default is the broker's default maximum (transaction.max.timeout.ms, 15 min).
     transaction_timeout_ms: int = 900_000
@@ -102,14 +105,8 @@ class ProducerSettings:
             **client_settings(self.bootstrap_servers, client_id=self.client_id,
                               request_timeout_ms=self.request_timeout_ms,
                               options=self.security_kwargs()),
-            "acks": -1 if self.acks == "all" else int(self.acks),
-            "linger_ms": self.linger_ms,
-            "max_batch_size": self.batch_size,
-            "compression_type": None if self.compression_type == "none" else
-            self.compression_type,
-            "max_request_size": self.max_request_size,
-            "retry_backoff_ms": self.retry_backoff_ms,
-            "enable_idempotence": self.enable_idempotence == "true",
+            **{name: getattr(self, name) for key in _CLIENT_KEYS
+               for name, _convert in [ALL_PRODUCER_KEYS[key]]},
         }
 
 
@@ -139,8 +136,8 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
             try:
                 values[name] = convert(raw.strip())
             except ValueError:
-                raise SinkOptionError(f"option '{key}' must be an integer, got {raw!r}") \
-                    from None
+                raise SinkOptionError(f"option '{key}' must be "
+                                      f"{_EXPECTED.get(key, 'an integer')}, got {raw!r}") from None
             continue
         if key in ("kafka.bootstrap.servers", "bootstrap.servers", "topic",
                    "processing.guarantee") or key in _SPARK_OWN or _security_option(key):
@@ -152,33 +149,27 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
     if not bootstrap:
         raise SinkOptionError("option 'kafka.bootstrap.servers' (or 'bootstrap.servers') is "
                               "required: the broker address(es), e.g. 'localhost:9092'")
-    acks = str(values.get("acks", "all")).lower()
-    if acks not in ("all", "-1", "0", "1"):
-        raise SinkOptionError(f"option 'kafka.acks' must be all, -1, 0 or 1, got {acks!r}")
-    values["acks"] = "all" if acks == "-1" else acks
-    idempotence = str(values.get("enable_idempotence", "true")).lower()
-    if idempotence not in ("true", "false"):
-        raise SinkOptionError(f"option 'kafka.enable.idempotence' must be true or false, "
-                              f"got {idempotence!r}")
-    values["enable_idempotence"] = idempotence
-    compression = str(values.get("compression_type", "none")).lower()
-    if compression not in _COMPRESSION:
-        raise SinkOptionError(f"option 'kafka.compression.type' must be one of "
-                              f"{', '.join(_COMPRESSION)}, got {compression!r}")
-    values["compression_type"] = compression
-    for name in ("linger_ms",):
-        if values.get(name, 0) < 0:
-            raise SinkOptionError(f"option 'kafka.{name.replace('_', '.')}' must be >= 0")
-    for key, (name, convert) in _PRODUCER_KEYS.items():
-        if convert is int and name != "linger_ms" and name in values and values[name] <= 0:
-            raise SinkOptionError(f"option '{key}' must be a positive integer, "
-                                  f"got {values[name]}")
+    if values.get("acks", "all") not in ("all", 0, 1):
+        raise SinkOptionError(f"option 'kafka.acks' must be {_EXPECTED['kafka.acks']}, "
+                              f"got {opts['kafka.acks']!r}")
+    if values.get("compression_type") not in (None, *_COMPRESSION):
+        raise SinkOptionError(f"option 'kafka.compression.type' must be one of none, "
+                              f"{', '.join(_COMPRESSION)}, got {opts['kafka.compression.type']!r}")
+    for key, (name, _convert) in _PRODUCER_KEYS.items():
+        value = values.get(name)
+        if not isinstance(value, int) or isinstance(value, bool) or name == "acks":
+            continue
+        if name == "linger_ms" and value < 0:
+            raise SinkOptionError(f"option '{key}' must be >= 0")
+        if name != "linger_ms" and value <= 0:
+            raise SinkOptionError(f"option '{key}' must be a positive integer, got {value}")
 
     guarantee = opts.get("processing.guarantee", AT_LEAST_ONCE).strip().lower()
     if guarantee not in (AT_LEAST_ONCE, EXACTLY_ONCE_V2):
         raise SinkOptionError(f"option 'processing.guarantee' must be '{AT_LEAST_ONCE}' (the "
                               f"default) or '{EXACTLY_ONCE_V2}', got {opts['processing.guarantee']!r}")
-    if guarantee == EXACTLY_ONCE_V2 and (values["acks"] != "all" or idempotence != "true"):
+    if guarantee == EXACTLY_ONCE_V2 and (values.get("acks", "all") != "all"
+                                         or not values.get("enable_idempotence", True)):
         raise SinkOptionError("processing.guarantee=exactly_once_v2 needs kafka.acks=all and "
                               "kafka.enable.idempotence=true (transactions are idempotent)")
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import ClassVar, Literal
 
 from streams.kafka.client_config import JVM_ONLY_KEYS, SECURITY_KEYS, ClientConfigError
-from streams.kafka.fetch import READ_COMMITTED, READ_UNCOMMITTED, ReaderSettings
+from streams.kafka.fetch import READ_COMMITTED, READ_UNCOMMITTED, READER_KEYS, ReaderSettings
 
 # {"topic": {"0": next_offset}}: the JSON shape Spark stores in the checkpoint.
 Offsets = dict[str, dict[str, int]]
@@ -30,13 +30,14 @@ Mode = Literal["batch", "stream"]
 EARLIEST = -2
 LATEST = -1
 
+# kafka.<consumer key> options: the keys streams.kafka.fetch's reader honours (from the one
+# client table), each onto the ClientSettings field of aiokafka's argument name.
+_CLIENT_OPTIONS = {f"kafka.{key}": name for key, (name, _convert) in READER_KEYS.items()}
 # Options we read (lower case: Spark hands data sources a case-insensitive, lower-cased dict).
 _KNOWN = {
     "kafka.bootstrap.servers", "bootstrap.servers", "subscribe", "subscribepattern", "assign",
-    "startingoffsets", "endingoffsets", "maxoffsetspertrigger", "kafka.isolation.level",
-    "failondataloss", "kafkaconsumer.polltimeoutms", "kafka.client.id",
-    "kafka.request.timeout.ms", "kafka.max.partition.fetch.bytes", "kafka.fetch.max.bytes",
-    "includeheaders",
+    "startingoffsets", "endingoffsets", "maxoffsetspertrigger", "failondataloss",
+    "kafkaconsumer.polltimeoutms", "includeheaders", *_CLIENT_OPTIONS,
 }
 # Options of Spark's Kafka source that this source does not implement: refused by name rather
 # than silently ignored, so nobody believes they took effect.
@@ -47,11 +48,10 @@ _SPARK_UNSUPPORTED = {
     "kafka.group.id", "fetchoffset.numretries", "fetchoffset.retryintervalms",
 }
 _DISPLAY = ("kafka.bootstrap.servers (or bootstrap.servers), subscribe | subscribePattern | "
-            "assign, startingOffsets, endingOffsets, maxOffsetsPerTrigger, kafka.isolation.level, "
-            "failOnDataLoss, kafkaConsumer.pollTimeoutMs, kafka.client.id, "
-            "kafka.request.timeout.ms, kafka.max.partition.fetch.bytes, kafka.fetch.max.bytes, "
-            "includeHeaders, kafka.security.protocol, kafka.sasl.mechanism, "
-            "kafka.sasl.jaas.config, kafka.ssl.*")
+            "assign, startingOffsets, endingOffsets, maxOffsetsPerTrigger, failOnDataLoss, "
+            "kafkaConsumer.pollTimeoutMs, includeHeaders, " + ", ".join(_CLIENT_OPTIONS) +
+            ", kafka.security.protocol, kafka.sasl.mechanism, kafka.sasl.jaas.config, "
+            "kafka.ssl.*")
 
 
 def _security_option(key: str) -> bool:
@@ -147,16 +147,17 @@ def parse_options(options: Mapping[str, str], mode: Mode | None) -> SourceOption
         raise SourceOptionError("option 'includeHeaders': the streams source always includes the "
                                 "'headers' column; only 'true' is accepted")
 
+    tuned: dict[str, str | int] = {}
+    for option, name in _CLIENT_OPTIONS.items():
+        if option == "kafka.isolation.level" or option not in opts:
+            continue
+        default = getattr(ClientSettings, name)
+        tuned[name] = _positive_int(opts, option, default) if isinstance(default, int) \
+            else opts[option]
     client = ClientSettings(
         bootstrap_servers=bootstrap,
         isolation_level=isolation,
-        client_id=opts.get("kafka.client.id", ClientSettings.client_id),
-        request_timeout_ms=_positive_int(opts, "kafka.request.timeout.ms",
-                                         ClientSettings.request_timeout_ms),
-        max_partition_fetch_bytes=_positive_int(opts, "kafka.max.partition.fetch.bytes",
-                                                ClientSettings.max_partition_fetch_bytes),
-        fetch_max_bytes=_positive_int(opts, "kafka.fetch.max.bytes",
-                                      ClientSettings.fetch_max_bytes),
+        **tuned,  # type: ignore[arg-type]
         poll_timeout_ms=_positive_int(opts, "kafkaconsumer.polltimeoutms",
                                       ClientSettings.poll_timeout_ms,
                                       display="kafkaConsumer.pollTimeoutMs"),

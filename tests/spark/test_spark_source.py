@@ -542,6 +542,22 @@ def test_option_rules() -> None:
     with pytest.raises(SourceOptionError, match="'endingOffsets' must be 'latest' or JSON"):
         parse_options({**base, "endingOffsets": "earliest"}, "batch")
 
+    # kafka.<consumer key>: the reader's keys from streams/kafka's one client table, onto the
+    # settings it reads with; a consumer key the reader does not honour is refused by name.
+    tuned = parse_options({**base, "kafka.client.id": "me", "kafka.fetch.max.bytes": "4096",
+                           "kafka.max.partition.fetch.bytes": "512",
+                           "kafka.request.timeout.ms": "5000",
+                           "kafka.isolation.level": "read_uncommitted"}, "batch").client
+    assert tuned.client_kwargs() == {
+        "client_id": "me", "request_timeout_ms": 5000, "max_partition_fetch_bytes": 512,
+        "fetch_max_bytes": 4096, "isolation_level": "read_uncommitted"}
+    for honoured_elsewhere in ("kafka.fetch.min.bytes", "kafka.max.poll.records",
+                               "kafka.auto.offset.reset"):
+        with pytest.raises(SourceOptionError, match=f"unknown option '{honoured_elsewhere}'"):
+            parse_options({**base, honoured_elsewhere: "1"}, "batch")
+    with pytest.raises(SourceOptionError, match="'kafka.fetch.max.bytes' must be a positive"):
+        parse_options({**base, "kafka.fetch.max.bytes": "0"}, "batch")
+
     spec = parse_options({**base, "startingOffsets": '{"a": {"0": 5, "1": -2, "2": -1}}'},
                          "batch").starting
     tps = [("a", 0), ("a", 1), ("a", 2)]

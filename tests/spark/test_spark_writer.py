@@ -195,6 +195,26 @@ def test_sink_option_rules() -> None:
         parse_sink_options({**base, "kafka.batch.size": "0"})
     with pytest.raises(SinkOptionError, match="'kafka.compression.type' must be one of"):
         parse_sink_options({**base, "kafka.compression.type": "brotli"})
+    # kafka.<producer key>: converted by streams/kafka's one client table (acks=-1 is all, a
+    # boolean must be one), the sink's own two keys beside them, any other refused by name.
+    mapped = parse_sink_options({**base, "kafka.acks": "-1", "kafka.batch.size": "1000",
+                                 "kafka.compression.type": "none",
+                                 "kafka.enable.idempotence": "TRUE",
+                                 "kafka.transaction.timeout.ms": "60000",
+                                 "kafka.max.block.ms": "2000"}).producer
+    kwargs = mapped.producer_kwargs()
+    assert (kwargs["acks"], kwargs["max_batch_size"], kwargs["compression_type"],
+            kwargs["enable_idempotence"]) == ("all", 1000, None, True)
+    assert (mapped.transaction_timeout_ms, mapped.max_block_ms) == (60_000, 2000)
+    assert "transaction_timeout_ms" not in kwargs  # only the exactly-once producers get it
+    with pytest.raises(SinkOptionError, match="'kafka.enable.idempotence' must be true or false"):
+        parse_sink_options({**base, "kafka.enable.idempotence": "yes"})
+    with pytest.raises(SinkOptionError, match="'kafka.acks' must be all, -1, 0 or 1"):
+        parse_sink_options({**base, "kafka.acks": "2"})
+    for not_honoured in ("kafka.buffer.memory", "kafka.delivery.timeout.ms",
+                         "kafka.metadata.max.age.ms"):
+        with pytest.raises(SinkOptionError, match=f"unknown option '{not_honoured}'"):
+            parse_sink_options({**base, not_honoured: "1"})
 
     from pyspark.sql.types import StructType
     schema = StructType.fromJson
