@@ -14,6 +14,7 @@ from aiokafka.admin import AIOKafkaAdminClient
 
 from connect.config_def import ConfigException
 from streams.kafka import clients as kafka_clients
+from streams.kafka import internals as kafka_internals
 from streams.kafka.client_config import (
     ALL_CONSUMER_KEYS,
     ALL_PRODUCER_KEYS,
@@ -45,9 +46,15 @@ if TYPE_CHECKING:
 _PRODUCER: dict[str, tuple[str | None, Any]] = {
     **ALL_PRODUCER_KEYS,
     "max.in.flight.requests.per.connection": (None, lambda v: _at_least(v, 1, "INT")),
-    "delivery.timeout.ms": (None, None),
+    "delivery.timeout.ms": ("delivery_timeout_ms", lambda v: _at_least(v, 0, "INT")),
     "buffer.memory": (None, lambda v: _at_least(v, 0, "LONG")),
 }
+# Kafka Connect's connector producers retry a batch "for ever" (Worker.baseProducerConfigs sets
+# delivery.timeout.ms to Integer.MAX_VALUE); a user's value (worker producer.* or connector
+# producer.override.*) replaces it. streams.kafka.clients.producer applies it (KIP-91).
+DEFAULT_DELIVERY_TIMEOUT_MS = 2**31 - 1
+# aiokafka's request.timeout.ms when none is set (the floor of delivery.timeout.ms below).
+_DEFAULT_REQUEST_TIMEOUT_MS = 40_000
 _CONSUMER: dict[str, tuple[str | None, Any]] = dict(ALL_CONSUMER_KEYS)
 _ADMIN: dict[str, tuple[str | None, Any]] = dict(CONNECTION_KEYS)
 # Kafka's ProducerConfig refuses more in flight with idempotence (ordering needs at most 5).
@@ -97,7 +104,17 @@ def _translate(table: dict, configs: dict[str, str], kind: str, where: str = "")
             out[name] = converted
     if kind == "producer":
         _check_in_flight(configs, bool(out.get("enable_idempotence")))
+        _check_delivery_timeout(out)
     return out
+
+
+def _check_delivery_timeout(kwargs: dict[str, Any]) -> None:
+    """Kafka's producer refuses a delivery.timeout.ms below linger.ms + request.timeout.ms."""
+    timeout = kwargs.get("delivery_timeout_ms")
+    if timeout is not None and timeout < kwargs.get("linger_ms", 0) + kwargs.get(
+            "request_timeout_ms", _DEFAULT_REQUEST_TIMEOUT_MS):
+        raise ConfigException("delivery.timeout.ms should be equal to or larger than "
+                              "linger.ms + request.timeout.ms")
 
 
 def _check_in_flight(configs: dict[str, str], idempotent: bool) -> None:
@@ -124,6 +141,17 @@ def override_problems(connector: dict[str, str], idempotent: bool = False) -> li
         except ConfigException as exc:
             problems.append(str(exc))
     return problems
+
+
+# Kafka's WorkerSourceTask closes its producer with a 30 s bound: with the delivery timeout at
+# Integer.MAX_VALUE, batches for an unreachable cluster are then failed instead of waited for.
+PRODUCER_CLOSE_TIMEOUT_S = 30.0
+
+
+async def close_producer(producer: AIOKafkaProducer) -> None:
+    """Stop a connector's producer, failing what it could not deliver within
+    PRODUCER_CLOSE_TIMEOUT_S (those records were never acked, so their offsets never commit)."""
+    await kafka_internals.close_producer(producer, PRODUCER_CLOSE_TIMEOUT_S)
 
 
 def base_kwargs(target: Target) -> dict[str, Any]:
@@ -155,7 +183,7 @@ def check_prefixed(worker: WorkerConfig) -> None:
 # *.override.* keys) only, as Kafka's Worker does: not the worker's unprefixed security keys.
 def producer(bootstrap: str, overrides: dict[str, str] | None = None,
              **defaults: Any) -> AIOKafkaProducer:
-    kwargs = {"acks": "all", **defaults}
+    kwargs = {"acks": "all", "delivery_timeout_ms": DEFAULT_DELIVERY_TIMEOUT_MS, **defaults}
     kwargs.update(_translate(_PRODUCER, overrides or {}, "producer"))
     _check_in_flight(overrides or {}, bool(kwargs.get("enable_idempotence")))
     return kafka_clients.producer(client_settings(bootstrap), **kwargs)

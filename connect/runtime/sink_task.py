@@ -144,7 +144,7 @@ class WorkerSinkTask(TaskRunner):
                 self.chain.close()
                 await self.consumer.stop()
                 if self.dlq_producer is not None:
-                    await self.dlq_producer.stop()
+                    await clients.close_producer(self.dlq_producer)
 
     async def on_pause(self) -> None:
         if self.consumer is not None:

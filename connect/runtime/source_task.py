@@ -27,7 +27,7 @@ from connect.runtime.offsets import offset_key
 from connect.runtime.source_offsets import ConnectorOffsets
 from connect.runtime.task_runner import TaskRunner
 from connect.runtime.task_support import build_converters
-from streams.kafka.batching import RecordCollector
+from streams.kafka.batching import RecordCollector, hand_over
 
 log = logging.getLogger("connect.source")
 
@@ -121,7 +121,8 @@ class BatchSender:
             while self.queue:
                 (topic, partition), batch, future, size = self.queue[0]
                 try:
-                    sent = await producer.send_batch(batch, topic, partition=partition)
+                    # Waits for the partition's queue up to the producer's delivery.timeout.ms.
+                    sent = await hand_over(producer, batch, topic, partition)
                 except Exception as exc:  # noqa: BLE001 - the batch's records see it at ack time
                     if not future.done():
                         future.set_exception(exc)
@@ -228,7 +229,7 @@ class WorkerSourceTask(TaskRunner):
                 chain.close()
                 if self.sender is not None:
                     await self.sender.close()
-                await self.producer.stop()
+                await clients.close_producer(self.producer)
                 if self.offsets is not None:
                     await self.offsets.close()
 

@@ -64,6 +64,25 @@ def _interleaved(batches: list[tuple[tuple[str, int], Any]]) -> list[tuple[tuple
     return out
 
 
+async def hand_over(producer: Any, batch: Any, topic: str, partition: int) -> asyncio.Future[Any]:
+    """``producer.send_batch``, waiting for the partition's queue as long as Kafka's
+    ``delivery.timeout.ms`` allows when the producer has one (KIP-91).
+
+    aiokafka queues one batch per partition and waits at most ``request.timeout.ms`` for
+    the one before it to go out, then raises KafkaTimeoutError without taking the batch.
+    A partition without a leader for longer than that (a cluster electing leaders after
+    a broker outage) would fail here although the producer still retries what it holds:
+    the batch is offered again until the delivery timeout has passed."""
+    timeout_ms = delivery_timeout_ms(producer)
+    deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
+    while True:
+        try:
+            return await producer.send_batch(batch, topic, partition=partition)
+        except KafkaTimeoutError:
+            if deadline is None or time.monotonic() >= deadline:
+                raise
+
+
 class RecordCollector:
     def __init__(self, producer: Any, partition_counts: dict[str, int],
                  before_first_send: Callable[[], Awaitable[None]] | None = None,
@@ -170,22 +189,7 @@ class RecordCollector:
             self._ready.pop(0)
 
     async def _hand_over(self, batch: Any, topic: str, partition: int) -> asyncio.Future[Any]:
-        """``producer.send_batch``, waiting for the partition's queue as long as Kafka's
-        ``delivery.timeout.ms`` allows when the producer has one (KIP-91).
-
-        aiokafka queues one batch per partition and waits at most ``request.timeout.ms`` for
-        the one before it to go out, then raises KafkaTimeoutError without taking the batch.
-        A partition without a leader for longer than that (a cluster electing leaders after
-        a broker outage) would fail here although the producer still retries what it holds:
-        the batch is offered again until the delivery timeout has passed."""
-        timeout_ms = delivery_timeout_ms(self.producer)
-        deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000
-        while True:
-            try:
-                return await self.producer.send_batch(batch, topic, partition=partition)
-            except KafkaTimeoutError:
-                if deadline is None or time.monotonic() >= deadline:
-                    raise
+        return await hand_over(self.producer, batch, topic, partition)
 
     def take_batches(self) -> list[tuple[tuple[str, int], Any]]:
         """Every buffered batch, taken out of the collector in hand-over order (partitions

@@ -660,3 +660,26 @@ __all__ = [
     "request_rejoin", "security_protocol", "send_to_any", "send_to_node", "topic_metadata",
     "wait_on_metadata",
 ]
+
+
+async def close_producer(producer: AIOKafkaProducer, timeout_s: float) -> bool:
+    """Kafka's ``producer.close(timeout)``: wait up to ``timeout_s`` for the pending batches,
+    then fail what is still undelivered and close. True if everything was delivered.
+
+    aiokafka's ``stop()`` waits for every pending batch without a bound, and a batch lives for
+    the producer's ``delivery.timeout.ms`` (``set_delivery_timeout``): with Kafka Connect's
+    Integer.MAX_VALUE a producer whose cluster is unreachable would never stop. Kafka's close
+    with a timeout aborts the incomplete batches instead (their senders see the error)."""
+    stopping = asyncio.ensure_future(producer.stop())
+    done, _ = await asyncio.wait({stopping}, timeout=timeout_s)
+    if done:
+        stopping.result()
+        return True
+    producer._message_accumulator.fail_all(Errors.KafkaTimeoutError(  # noqa: SLF001
+        f"the producer was closed with batches still undelivered after {timeout_s:.0f}s"))
+    try:
+        await stopping
+    except Exception as exc:  # noqa: BLE001 - its sender trips over the batches failed under it
+        log.debug("stopping the producer after failing its batches: %r", exc)
+        await client_of(producer).close()
+    return False

@@ -2,12 +2,14 @@
 tests/connect/test_source_hand_over.py. Each acked record's RecordMetadata (commit_record) is
 written to ``acks.file`` at each commit(), so a test can compare it with where Kafka put it;
 with ``fail.after`` its poll fails once that many records were returned, and stop() writes
-``stopped.file``."""
+``stopped.file``; ``poll.ms`` makes each poll take that long (a source that produces while a
+fault happens)."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Any
 
 from connect.api import SourceConnector, SourceTask
@@ -37,6 +39,7 @@ class SeqTask(SourceTask):
         self.acks_file = props["acks.file"]
         self.fail_after = int(props.get("fail.after", "-1"))
         self.stopped_file = props.get("stopped.file")
+        self.poll_s = int(props.get("poll.ms", "0")) / 1000
         self.acks: list[tuple[int, int, int]] = []  # (n, partition, offset) as acked
         last = self.context.offset_storage_reader().offset(PARTITION)
         self.next = int((last or {}).get("next", 0))
@@ -46,6 +49,8 @@ class SeqTask(SourceTask):
             raise RuntimeError(f"poll failed after {self.next} records")
         if self.next >= self.count:
             return None
+        if self.poll_s:
+            time.sleep(self.poll_s)  # the source's own pace
         records = []
         for n in range(self.next, min(self.next + self.per_poll, self.count)):
             records.append(SourceRecord(PARTITION, {"next": n + 1}, self.topic,

@@ -1,17 +1,20 @@
-"""Connect's producer keys without an aiokafka argument (``max.in.flight.requests.per.connection``,
-``buffer.memory``): a bad value is refused naming the key when the worker starts (worker
-``producer.*``) or when the connector is created (``producer.override.*``), never when a task
-starts; a good one is taken and its connector delivers."""
+"""Connect's producer keys that aiokafka has no argument for: ``max.in.flight.requests.per.connection``,
+``buffer.memory`` and ``delivery.timeout.ms`` (KIP-91). A bad value is refused naming the key
+when the worker starts (worker ``producer.*``) or when the connector is created
+(``producer.override.*``), never when a task starts; a good one is honoured: a broker outage
+longer than ``request.timeout.ms`` loses nothing under Kafka Connect's default delivery timeout
+(for ever), and fails the task past a delivery timeout the user set."""
 
 from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
-from helpers import create_topics, free_port
-from worker_helpers import consume_all, http, standalone, wait_running
+from helpers import create_topics, free_port, wait_until
+from worker_helpers import consume_all, http, standalone, status_state, wait_running
 
 COUNT = 500
 
@@ -30,6 +33,8 @@ def _seq(tmp_path: Path, name: str, **overrides: str) -> dict[str, str]:
      "Value must be at least 1"),
     ("buffer.memory", "lots",
      "Invalid value lots for configuration producer.buffer.memory: Not a number of type LONG"),
+    ("delivery.timeout.ms", "5",
+     "delivery.timeout.ms should be equal to or larger than linger.ms + request.timeout.ms"),
 ])
 def test_a_worker_with_a_bad_producer_key_does_not_start(tmp_path: Path, key: str, value: str,
                                                         message: str) -> None:
@@ -70,6 +75,15 @@ def test_connector_producer_overrides_are_checked_at_creation(tmp_path: Path, br
                 "Value must be at least 0"),
             "unknown key": ({"linger": "5"}, "unsupported producer config "
                                              "'producer.override.linger'"),
+            "delivery.timeout.ms=soon": (
+                {"delivery.timeout.ms": "soon"},
+                "Invalid value soon for configuration producer.override.delivery.timeout.ms: "
+                "Not a number of type INT"),
+            "delivery.timeout.ms below the request timeout": (
+                {"delivery.timeout.ms": "1500", "request.timeout.ms": "1000",
+                 "linger.ms": "600"},
+                "delivery.timeout.ms should be equal to or larger than linger.ms + "
+                "request.timeout.ms"),
         }
         for case, (overrides, message) in refused.items():
             code, body = http("PUT", f"{worker.url}/connectors/bad/config",
@@ -89,3 +103,47 @@ def test_connector_producer_overrides_are_checked_at_creation(tmp_path: Path, br
         assert sorted(int(r.value) for r in records) == list(range(COUNT))
     finally:
         worker.stop()
+
+
+@pytest.mark.parametrize(("delivery_timeout_ms", "survives"), [(None, True), ("2500", False)])
+def test_a_broker_outage_longer_than_the_request_timeout(tmp_path: Path, broker,
+                                                          delivery_timeout_ms: str | None,
+                                                          survives: bool) -> None:
+    """The broker is down for 5 request timeouts while the source produces. Kafka Connect's
+    default delivery timeout (Integer.MAX_VALUE) keeps every batch until the broker is back;
+    a user's 2.5 s gives the batch up and fails the task, as Kafka's producer would. Before
+    Connect honoured delivery.timeout.ms, aiokafka gave a batch up after request.timeout.ms."""
+    create_topics(broker.bootstrap, {"outage": 1})
+    overrides = {"request.timeout.ms": "1000"}
+    if delivery_timeout_ms is not None:
+        overrides["delivery.timeout.ms"] = delivery_timeout_ms
+    config = {**_seq(tmp_path, "outage", **overrides), "count": str(OUTAGE_RECORDS),
+              "per.poll": "20", "poll.ms": "50"}
+    worker = standalone(tmp_path, broker.bootstrap,
+                        **{"connector.client.config.override.policy": "All"})
+    try:
+        assert http("PUT", f"{worker.url}/connectors/outage/config", config)[0] == 201
+        wait_until(lambda: _committed(worker.url) >= 200, 60, message="records flowing")
+        broker.stop()
+        time.sleep(5)  # the fault: the broker is down for five request timeouts
+        broker.start()
+        if survives:
+            # Read again until every record is there (retried batches may repeat some).
+            wait_until(lambda: {int(r.value) for r in consume_all(
+                broker.bootstrap, "outage", OUTAGE_RECORDS, timeout=10)} == set(
+                range(OUTAGE_RECORDS)), 120, message="every record in the topic")
+            assert status_state(worker.url, "outage") == ("RUNNING", ["RUNNING"])
+        else:
+            wait_until(lambda: status_state(worker.url, "outage")[1] == ["FAILED"], 60,
+                       message="the task failed past its delivery timeout")
+    finally:
+        worker.stop()
+
+
+OUTAGE_RECORDS = 3000
+
+
+def _committed(url: str) -> int:
+    code, body = http("GET", f"{url}/connectors/outage/offsets")
+    offsets = body.get("offsets") if code == 200 else None
+    return int(offsets[0]["offset"]["next"]) if offsets else 0

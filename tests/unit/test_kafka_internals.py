@@ -15,6 +15,7 @@ from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
     ConsumerProtocolMemberMetadata,
 )
+from aiokafka.errors import KafkaTimeoutError
 from aiokafka.protocol.group import JoinGroupRequest
 from helpers import create_topics
 
@@ -26,6 +27,7 @@ from streams.kafka.internals import (
     UnstableOffsetCommitError,
     check_membership,
     client_of,
+    close_producer,
     delivery_timeout_ms,
     fetch_position,
     fetch_stable_offsets,
@@ -324,5 +326,30 @@ def test_delivery_timeout_is_the_batch_ttl_of_batches_created_after() -> None:
         assert not batch.expired()
         batch._ctime -= 89  # noqa: SLF001 - older than delivery.timeout.ms
         assert batch.expired()
+
+    asyncio.run(run())
+
+
+def test_close_producer_fails_what_it_could_not_deliver(broker) -> None:
+    """A producer keeping its batches for ever (Kafka Connect's delivery.timeout.ms) whose
+    cluster is gone: aiokafka's stop() would wait for ever; close_producer gives up after its
+    timeout, as Kafka's close(timeout), and the batch's sender sees the error."""
+    create_topics(broker.bootstrap, {TOPIC: 1})
+
+    async def run() -> None:
+        producer = kafka_clients.producer({"bootstrap_servers": broker.bootstrap,
+                                           "request_timeout_ms": 1000},
+                                          delivery_timeout_ms=2**31 - 1)
+        await producer.start()
+        await (await producer.send(TOPIC, b"delivered"))
+        await asyncio.to_thread(broker.stop)
+        try:
+            pending = await producer.send(TOPIC, b"never")
+            delivered = await asyncio.wait_for(close_producer(producer, 2), 60)
+            assert delivered is False
+            with pytest.raises(KafkaTimeoutError):
+                await pending
+        finally:
+            await asyncio.to_thread(broker.start)
 
     asyncio.run(run())
