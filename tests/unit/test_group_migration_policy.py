@@ -114,3 +114,29 @@ def test_policy_value_checked_at_start() -> None:
                         ).group_consumer_migration_policy == "upgrade"
     with pytest.raises(ValidationError, match="group_consumer_migration_policy"):
         BrokerConfig(group_consumer_migration_policy="sideways")
+
+
+def test_consumer_member_session_expiry_downgrades(tmp_path: Path) -> None:
+    """The last consumer-protocol member's session runs out (group.consumer.session.timeout.ms,
+    45 s): the group becomes classic, keeps the generation line going and rebalances, so the
+    classic member is told to rejoin."""
+    async def body(broker: Broker) -> None:
+        classic_id, generation = await classic_member(broker)
+        joined = await consumer_heartbeat(broker, "a" * 22, 0)
+        assert joined.error_code.value == errors.NONE
+        consumer: Any = broker.groups.protocol(GroupType.CONSUMER)
+        epoch = consumer.groups["g"].group_epoch
+        # The classic member stays alive (its heartbeats), the consumer member goes silent.
+        member = consumer.groups["g"].members[classic_id]
+        member.classic.session_deadline = float("inf")
+        consumer.tick(broker.groups._now() + 46)
+        assert broker.groups.group_type("g") is GroupType.CLASSIC
+        group = broker.groups.groups["g"]
+        assert group.is_(GroupState.PREPARING_REBALANCE) and group.generation_id == epoch
+        assert list(group.members) == [classic_id]
+        answer = await call(broker, HEARTBEAT, 4, {"group_id": "g", "member_id": classic_id,
+                                                   "generation_id": epoch})
+        assert answer.error_code.value == errors.REBALANCE_IN_PROGRESS
+        assert epoch > generation
+
+    run(tmp_path, "bidirectional", body)
