@@ -89,6 +89,26 @@ def test_renew_restarts_the_lock_of_held_records_only() -> None:
     assert part.records[0].state is RecordState.AVAILABLE
 
 
+def test_acks_spanning_the_whole_offset_range_answer_at_once() -> None:
+    """An acknowledgement batch of one type over 2**64 offsets (first -2**63, last 2**63-1, or
+    a gap from the start offset to the end of time) was walked offset by offset and hung the
+    broker's event loop (fuzz seed 1362138863); now only the offsets in flight are visited."""
+    part = _part()
+    part.acquire("a", 4, 0, 4)  # 0-3
+    low, high = -(2**63), 2**63 - 1
+    assert part.acknowledge("a", [_ack(low, high, ACCEPT)]) == INVALID_RECORD_STATE
+    assert part.acknowledge("a", [_ack(0, high, GAP)]) == INVALID_REQUEST
+    assert part.acknowledge("a", [_ack(low, 1, ACCEPT)]) == 0  # 0-1; before 0: complete
+    assert part.start_offset == 2
+    part.acknowledge("a", [_ack(2, 3, RELEASE)])
+    part.acquire("a", 4, 0, 2)  # 2-3 again
+    assert part.acknowledge("a", [_ack(low, 3, GAP)]) == 0
+    assert part.acknowledge("a", [_ack(2, 3, ACCEPT)]) == 0
+    assert part.records == {}  # nothing in flight: past the end is never fetched (121)
+    assert part.acknowledge("a", [_ack(4, high, ACCEPT)]) == INVALID_RECORD_STATE
+    assert part.acknowledge("a", [_ack(4, high, GAP)]) == 0
+
+
 def test_per_offset_types_release_reject_and_gaps() -> None:
     part = _part()
     part.acquire("a", 4, 0, 10)
