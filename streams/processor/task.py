@@ -177,7 +177,9 @@ class TaskContext(ProcessorContext):
             raise ValueError(f"punctuation interval must be >= 1 ms, got {interval_ms}")
         node = self.current_node
         if punctuation_type is PunctuationType.STREAM_TIME:
-            first = 0 if self.task.stream_time < 0 else self.task.stream_time + interval_ms
+            # Kafka's StreamTask#schedule: aligned to 0, so due at the next stream-time check
+            # once there is data, even when scheduled after stream time has advanced.
+            first = 0
         else:
             first = self.task.wall_clock() + interval_ms
         punctuator = _Punctuator(interval_ms, punctuation_type, callback, first)

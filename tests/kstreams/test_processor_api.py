@@ -111,6 +111,37 @@ def test_stream_time_punctuators_fire_from_record_timestamps() -> None:
             TestRecord("tick", 1, 0), TestRecord("tick", 4, 25), TestRecord("tick", 6, 30)]
 
 
+class LateScheduler(Processor):
+    """Schedules its stream-time punctuator on its second record, not in init()."""
+
+    def init(self, context) -> None:
+        super().init(context)
+        self.fired: list[int] = []
+        self.seen = 0
+
+    def process(self, record: Record) -> None:
+        self.seen += 1
+        if self.seen == 2:
+            self.context.schedule(100, PunctuationType.STREAM_TIME, self.fired.append)
+
+
+def test_a_stream_time_punctuator_scheduled_late_is_due_at_once_and_aligned_to_zero() -> None:
+    # Kafka's StreamTask#schedule starts every STREAM_TIME schedule at 0 ("punctuate as soon
+    # as we have data"), so one scheduled at stream time 1,050 fires at 1,050, then at 1,100.
+    late: list[LateScheduler] = []
+    topology = Topology()
+    topology.add_source("src", "in", key_serde=S, value_serde=L)
+    topology.add_processor("late", lambda: late.append(LateScheduler()) or late[-1], "src")
+    with TopologyTestDriver(topology) as driver:
+        inp = driver.create_input_topic("in", S, L)
+        inp.pipe_input("k", 1, 1_000)
+        inp.pipe_input("k", 1, 1_050)  # schedules here
+        assert late[0].fired == [1_050]
+        inp.pipe_input("k", 1, 1_099)
+        inp.pipe_input("k", 1, 1_100)
+        assert late[0].fired == [1_050, 1_100]
+
+
 def test_wall_clock_punctuators_fire_only_when_the_driver_clock_advances() -> None:
     tickers: list[Ticker] = []
     topology = ticker_topology(PunctuationType.WALL_CLOCK_TIME, 100, tickers)
