@@ -392,11 +392,17 @@ class DistributedHerder(Herder):
             revoked, self._rejoin_after_reconcile = self._rejoin_after_reconcile, False
             try:
                 if self._assignment_lost:
+                    # Kafka's WorkerCoordinator treats a lost assignment as revoked whole:
+                    # connectors too. One kept running would, when assigned here again, write
+                    # no new status, and the UNASSIGNED its interim owner wrote on giving it up
+                    # would stand for ever (fault soak seeds 7020 and 7032).
                     self._assignment_lost = False
-                    log.warning("worker %s missed rebalances: restarting its tasks",
-                                self.worker_id)
+                    log.warning("worker %s missed rebalances: restarting its connectors and "
+                                "tasks", self.worker_id)
                     async with self._lock:
                         await self.worker.stop_tasks(list(self.worker.tasks))
+                        for name in list(self.worker.connectors):
+                            await self.worker.stop_connector(name)
                 await self.reconcile()
             except asyncio.CancelledError:
                 raise
