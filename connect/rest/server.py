@@ -177,11 +177,14 @@ class RestApi:
         out: dict[str, Any] = {}
         for name in names:
             entry: dict[str, Any] = {}
-            for what in expand:
-                if what == "status":
-                    entry["status"] = herder.connector_status(name)
-                elif what == "info":
-                    entry["info"] = _masked_info(herder.connector_info(name))
+            try:
+                for what in expand:
+                    if what == "status":
+                        entry["status"] = herder.connector_status(name)
+                    elif what == "info":
+                        entry["info"] = _masked_info(herder.connector_info(name))
+            except NotFound:  # no status yet, or deleted meanwhile: left out, as Kafka does
+                continue
             out[name] = entry
         return _json(out)
 

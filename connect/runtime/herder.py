@@ -257,13 +257,19 @@ class Herder:
         }
 
     def connector_status(self, name: str) -> dict[str, Any]:
+        """The statuses this worker has read, as Kafka's AbstractHerder.connectorStatus: 404
+        until the connector has one, and only the tasks that have one. (A placeholder
+        UNASSIGNED naming this worker, without a version, answered a worker that had not yet
+        read the owner's first status; test_rest_kafka_answers saw it as a missing version.)"""
         self._require(name)
-        status = self.statuses.connector(name) or Status(State.UNASSIGNED, self.worker_id)
+        status = self.statuses.connector(name)
+        if status is None:
+            raise NotFound(f"No status found for connector {name}")
         tasks = []
         for i in range(len(self.task_configs.get(name, []))):
-            task_status = self.statuses.task(TaskId(name, i)) or Status(State.UNASSIGNED,
-                                                                       self.worker_id)
-            tasks.append({"id": i, **task_status.to_json()})
+            task_status = self.statuses.task(TaskId(name, i))
+            if task_status is not None:
+                tasks.append({"id": i, **task_status.to_json()})
         return {"name": name, "connector": status.to_json(), "tasks": tasks,
                 "type": self.connector_type(name)}
 
@@ -271,8 +277,9 @@ class Herder:
         self._require(name)
         if task < 0 or task >= len(self.task_configs.get(name, [])):
             raise NotFound(f"Unknown task {name}-{task}")
-        status = self.statuses.task(TaskId(name, task)) or Status(State.UNASSIGNED,
-                                                                  self.worker_id)
+        status = self.statuses.task(TaskId(name, task))
+        if status is None:  # Kafka's answer until the task's first status is read
+            raise NotFound(f"No status found for task {name}-{task}")
         return {"id": task, **status.to_json()}
 
     def tasks(self, name: str) -> list[dict[str, Any]]:

@@ -49,7 +49,10 @@ class ConnectRest:
 
     async def connector(self, name: str) -> dict[str, Any]:
         path = "/connectors/" + quote(name, safe="")
-        status = await self._call("GET", path + "/status")
+        try:
+            status = await self._call("GET", path + "/status")
+        except ConsoleError:  # Connect answers 404 until the connector's owner wrote a status
+            status = None
         config = await self._call("GET", path + "/config")
         try:
             offsets = await self._call("GET", path + "/offsets")

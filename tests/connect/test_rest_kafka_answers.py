@@ -90,14 +90,20 @@ def test_rest_answers_and_signed_internal_requests(tmp_path: Path, broker) -> No
 
         # Status bodies carry the connector's and each task's version (Kafka 4.x).
         def versions() -> bool:
-            _, status = http("GET", f"{b}/connectors/cc/status")
-            return status["connector"].get("version") == __version__ and bool(
+            code, status = http("GET", f"{b}/connectors/cc/status")  # 404 until a status
+            return code == 200 and status["connector"].get("version") == __version__ and bool(
                 status["tasks"]) and all(t.get("version") == __version__
                                          for t in status["tasks"]) and all(
                 t["state"] == "RUNNING" for t in status["tasks"])
 
         wait_until(versions, 60, message="versions in the status")
-        assert http("GET", f"{a}/connectors/cc/tasks/0/status")[1]["version"] == __version__
+        # The other worker reads the same status from the status topic, maybe a moment later;
+        # until it has, it answers Kafka's 404 (it used to invent an UNASSIGNED naming itself,
+        # without a version).
+        wait_until(lambda: http("GET", f"{a}/connectors/cc/tasks/0/status")[1].get("version")
+                   == __version__, 30, message="the version on the other worker")
+        code, body = http("GET", f"{a}/connectors/cc/tasks/7/status")
+        assert (code, body["message"]) == (404, "Unknown task cc-7"), body
 
         # connect.protocol=sessioned (KIP-507): internal requests are signed with the session
         # key the leader wrote to the config topic; unsigned or forged ones get Kafka's answers.
