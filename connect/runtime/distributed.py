@@ -359,6 +359,19 @@ class DistributedHerder(Herder):
                 await self.worker.stop_connector(name)
             self.my_connectors, self.my_tasks = set(), set()
 
+    async def drop_lost_assignment(self) -> None:
+        """Stop every connector and task of a worker the group dropped; reconcile restarts what
+        it is assigned now. Kafka's WorkerCoordinator treats a lost assignment as revoked
+        whole, connectors too: one kept running would, when assigned here again, write no new
+        status, and the UNASSIGNED its interim owner wrote on giving it up would stand for good
+        (fault soak seeds 7020 and 7032)."""
+        log.warning("worker %s missed rebalances: restarting its connectors and tasks",
+                    self.worker_id)
+        async with self._lock:
+            await self.worker.stop_tasks(list(self.worker.tasks))
+            for name in list(self.worker.connectors):
+                await self.worker.stop_connector(name)
+
     def schedule_rebalance(self, delay_s: float) -> None:
         """Leader: rebalance again once lost work may move (scheduled.rebalance.max.delay.ms)."""
         if self._scheduled is not None:
@@ -392,17 +405,8 @@ class DistributedHerder(Herder):
             revoked, self._rejoin_after_reconcile = self._rejoin_after_reconcile, False
             try:
                 if self._assignment_lost:
-                    # Kafka's WorkerCoordinator treats a lost assignment as revoked whole:
-                    # connectors too. One kept running would, when assigned here again, write
-                    # no new status, and the UNASSIGNED its interim owner wrote on giving it up
-                    # would stand for ever (fault soak seeds 7020 and 7032).
                     self._assignment_lost = False
-                    log.warning("worker %s missed rebalances: restarting its connectors and "
-                                "tasks", self.worker_id)
-                    async with self._lock:
-                        await self.worker.stop_tasks(list(self.worker.tasks))
-                        for name in list(self.worker.connectors):
-                            await self.worker.stop_connector(name)
+                    await self.drop_lost_assignment()
                 await self.reconcile()
             except asyncio.CancelledError:
                 raise

@@ -7,6 +7,7 @@ never overwrites a newer one, and an owner that stops or loses a task writes UNA
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import urllib.request
@@ -17,7 +18,9 @@ from helpers import wait_until
 from test_distributed import worker_properties
 from worker_helpers import WorkerProcess, consume_all, http
 
-from connect.runtime.status import State, Status, StatusStore, TaskId
+from connect.runtime.config import WorkerConfig
+from connect.runtime.distributed import DistributedHerder
+from connect.runtime.status import State, Status, StatusStore, TargetState, TaskId
 
 pytestmark = pytest.mark.slow
 
@@ -128,3 +131,30 @@ def test_an_older_generation_never_overwrites_a_newer_one() -> None:
     assert store.put_task(tid, Status(State.UNASSIGNED, "b:1", generation=5))
     assert store.put_task(tid, Status(State.RUNNING, "a:1", generation=6))
     assert store.task(tid) == Status(State.RUNNING, "a:1", generation=6)
+
+
+def test_a_worker_that_lost_its_assignment_stops_its_connectors_too(tmp_path: Path) -> None:
+    """A worker paused past its session timeout lost its assignment; it restarts what it is
+    given afterwards. A connector it kept running wrote no new status when it was assigned
+    here again, so its interim owner's UNASSIGNED stood for good (fault soak seeds 7020 and
+    7032): the connector is stopped like the tasks, and starts again with a new status."""
+    config = WorkerConfig.parse({
+        "bootstrap.servers": "127.0.0.1:1", "group.id": "g", "config.storage.topic": "c",
+        "offset.storage.topic": "o", "status.storage.topic": "s"})
+    source = {"connector.class": "FileStreamSource", "file": str(tmp_path / "in.txt"),
+              "topic": "t"}
+
+    async def run() -> None:
+        herder = DistributedHerder(config, "w:1", "http://w:1")
+        written: list[tuple[str, Status]] = []
+        herder.worker._on_status = lambda name, task, status: written.append((name, status))
+        try:
+            assert await herder.worker.start_connector("src", source, TargetState.STARTED)
+            await herder.drop_lost_assignment()
+            assert herder.worker.connectors == {}
+            assert [(n, s.state) for n, s in written] == [("src", State.RUNNING),
+                                                           ("src", State.UNASSIGNED)]
+        finally:
+            await herder.worker.stop()
+
+    asyncio.run(run())
