@@ -68,6 +68,7 @@ class Broker:
         self.transactions = TransactionCoordinator(self)
         self._server: asyncio.Server | None = None
         self._connections: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._requests: set[asyncio.Task[bytes | Frame | None]] = set()  # handlers running
         self._background: list[asyncio.Task[None]] = []
         self.maintenance_failures = FailureLog()
         self._accept_failed_at = -ACCEPT_QUIET_S  # loop time of the last EMFILE report
@@ -132,10 +133,15 @@ class Broker:
             server.close()
         if self._server is not None:
             self._server.close()
-        # Closing the transports ends each connection loop normally; cancelling the handler
-        # tasks instead trips asyncio's stream callback on Python 3.11.
+        # Closing the transports ends each connection loop normally; cancelling the connection
+        # tasks instead trips asyncio's stream callback on Python 3.11. Requests still running
+        # (a Fetch or ShareFetch long-polling for MaxWaitMs, a write waiting for its fsync) are
+        # cancelled: nobody can read their answers, and their connections would otherwise stay
+        # until asyncio.run cancels them, tracebacks and all.
         for writer in list(self._connections.values()):
             writer.transport.abort()
+        for request in list(self._requests):
+            request.cancel()
         for task in self._background:
             task.cancel()
         if self._connections:
@@ -218,6 +224,8 @@ class Broker:
                     break
                 in_flight.add(request_task)
                 request_task.add_done_callback(in_flight.discard)
+                self._requests.add(request_task)
+                request_task.add_done_callback(self._requests.discard)
                 await responses.put(request_task)
                 if session.close_after_response:  # failed SASL: answer, then close
                     break
@@ -296,7 +304,10 @@ class Broker:
             task = waiting.pop() if waiting else await responses.get()
             if task is None:
                 return
-            data = await task
+            await asyncio.wait([task])  # a cancelled request does not cancel the sender
+            if task.cancelled():  # the broker is stopping: nothing more goes out
+                return
+            data = task.result()
             if data is FAILED:
                 broken = True
                 writer.close()
