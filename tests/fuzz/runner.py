@@ -328,8 +328,11 @@ class Fuzzer:
 
 
 def _internal_target(case: Case) -> str | None:
-    """The internal topic a produce case writes to, if its mutation sent it there."""
-    match = re.search(r"(__consumer_offsets|__transaction_state)", case.label)
+    """The internal topic a produce case writes to, if its mutation sent it there (a batch
+    strategy's " into <topic>", or a topic name field mutated to it; not, say, a transactional
+    id that happens to be named so)."""
+    match = re.search(r"(?: into |\.name '[^']*' -> ')(__consumer_offsets|__transaction_state)",
+                      case.label)
     return match[1] if match else None
 
 
