@@ -418,58 +418,6 @@ def test_data_loss_fails_or_skips(broker: Any) -> None:
     assert lenient.partitions({"lossy": {"0": 12}}, {"lossy": {"0": 10}}) == []
 
 
-def test_read_range_interleaved_transactions_and_partial_batches(broker: Any) -> None:
-    """The task-side decoder: aborted batches between other producers' records, ranges that
-    start and end inside a record batch, tiny fetches."""
-    bootstrap = broker.bootstrap
-    create_topic(bootstrap, "mixed", partitions=1)
-
-    async def interleave() -> None:
-        plain = AIOKafkaProducer(bootstrap_servers=bootstrap)
-        aborting = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="aborting")
-        committing = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id="committing")
-        for producer in (plain, aborting, committing):
-            await producer.start()
-        try:
-            await aborting.begin_transaction()
-            await aborting.send_and_wait("mixed", b"a1", partition=0)
-            await plain.send_and_wait("mixed", b"b1", partition=0)
-            await committing.begin_transaction()
-            await committing.send_and_wait("mixed", b"c1", partition=0)
-            await aborting.send_and_wait("mixed", b"a2", partition=0)
-            await aborting.abort_transaction()
-            await committing.send_and_wait("mixed", b"c2", partition=0)
-            await committing.commit_transaction()
-            await plain.send_and_wait("mixed", b"b2", partition=0)
-            # 100 records in one batch, at offsets 8..107
-            batch = plain.create_batch()
-            for i in range(100):
-                batch.append(key=None, value=f"x{i}".encode(), timestamp=None)
-            batch.close()
-            await (await plain.send_batch(batch, "mixed", partition=0))
-        finally:
-            for producer in (plain, aborting, committing):
-                await producer.stop()
-
-    asyncio.run(interleave())
-    wait_for_ends(bootstrap, "mixed", [108])
-
-    def read(start: int, end: int, isolation: str = "read_committed") -> list[tuple[int, bytes]]:
-        settings = parse_options({"bootstrap.servers": bootstrap, "subscribe": "mixed",
-                                  "kafka.isolation.level": isolation,
-                                  "kafka.max.partition.fetch.bytes": "64"}, "batch").client
-        return [(row["offset"], row["value"]) for b in read_range(Range("mixed", 0, start, end,
-                                                                          settings))
-                for row in b.to_pylist()]
-
-    assert read(0, 8) == [(1, b"b1"), (2, b"c1"), (5, b"c2"), (7, b"b2")]
-    assert [v for _, v in read(0, 8, "read_uncommitted")] == [b"a1", b"b1", b"c1", b"a2", b"c2",
-                                                              b"b2"]
-    assert read(3, 6) == [(5, b"c2")]
-    assert read(20, 25) == [(o, f"x{o - 8}".encode()) for o in range(20, 25)]
-    assert len(read(0, 108)) == 104
-
-
 @pytest.mark.spark
 def test_data_loss_through_spark(spark: Any, broker: Any) -> None:
     create_topic(broker.bootstrap, "gone", partitions=1)
