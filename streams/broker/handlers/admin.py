@@ -436,15 +436,19 @@ def _alter_topics(broker: Broker, ctx: RequestContext, request: Any,
 
 @handles(44, 0, 1)
 async def incremental_alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
-    return _alter_topics(broker, ctx, request, lambda topic, resource: _apply_incremental(
+    answer = _alter_topics(broker, ctx, request, lambda topic, resource: _apply_incremental(
         topic.configs, lambda key: broker.topics.effective_config(topic, key), resource.configs),
         incremental_changes)
+    await broker.groups.configs.save()  # GROUP resources' changes are durable before answering
+    return answer
 
 
 @handles(33, 0, 2)
 async def alter_configs(broker: Broker, ctx: RequestContext, request: Any) -> dict:
     """The legacy API: the given set replaces every dynamic config of the topic."""
-    return _alter_topics(broker, ctx, request,
-                         lambda topic, resource: {c.name: c.value for c in resource.configs},
-                         lambda resource: {c.name: c.value for c in resource.configs},
-                         incremental=False)
+    answer = _alter_topics(broker, ctx, request,
+                           lambda topic, resource: {c.name: c.value for c in resource.configs},
+                           lambda resource: {c.name: c.value for c in resource.configs},
+                           incremental=False)
+    await broker.groups.configs.save()  # GROUP resources' changes are durable before answering
+    return answer
