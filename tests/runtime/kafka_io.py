@@ -42,10 +42,15 @@ def committed_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 
 
 def produce(bootstrap: str, topic: str, records: Iterable[tuple[bytes | None, bytes | None, int]],
-            partition: int | None = None) -> None:
-    """Send (key, value, timestamp) records, keyed records partitioned by murmur2."""
+            partition: int | None = None, idempotent: bool = False) -> None:
+    """Send (key, value, timestamp) records, keyed records partitioned by murmur2.
+
+    ``idempotent``: each record is written once even when a batch is retried (a leader
+    killed after writing it but before answering); fault tests that count their input need
+    that, as Kafka's producer does it by default since 3.0."""
     async def run() -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                    enable_idempotence=idempotent)
         await producer.start()
         try:
             for key, value, ts in records:
