@@ -237,4 +237,22 @@ def test_share_group_request_sequences_match_kafka(
     tag = uuid.uuid4().hex[:8]
     theirs = _script(reference_kafka.bootstrap, tag, version)
     ours = _script(bundled.bootstrap, tag, version)
+    for answers in (ours, theirs):
+        _settle_racing_ack(answers)
     assert ours == theirs
+
+
+def _settle_racing_ack(answers: dict[str, Any]) -> None:
+    """Kafka 4.4 applies the acknowledgements of a ShareFetch that fails on its acquire mode
+    asynchronously, so re-acknowledging the same offset in the next request answers 0 or
+    INVALID_RECORD_STATE (121) depending on whether that has finished (seen both ways, about
+    one run in four). Either is correct; anything else is still a difference."""
+    step = answers.get("v2_after_bad_mode")
+    if step is None:
+        return
+    error, message, partitions = step
+    settled = []
+    for index, code, ack_code, acquired in partitions:
+        assert ack_code in (0, 121), f"v2_after_bad_mode acknowledge error {ack_code}"
+        settled.append((index, code, "0 or 121", acquired))
+    answers["v2_after_bad_mode"] = (error, message, settled)
