@@ -171,7 +171,12 @@ def main() -> int:
     rates: dict[tuple[str, str, int], tuple[float, float]] = {}
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        brokers: list[tuple[str, Any]] = [("ours", BrokerProcess(Path(tmp) / "ours").start())]
+        # Kafka's broker default group.initial.rebalance.delay.ms is 3000; tests/reference/
+        # kafka.py starts Kafka with 0, so ours gets 0 too (like for like).
+        properties = Path(tmp) / "ours.properties"
+        properties.write_text("group.initial.rebalance.delay.ms=0\n")
+        ours = BrokerProcess(Path(tmp) / "ours", extra=["--config", str(properties)])
+        brokers: list[tuple[str, Any]] = [("ours", ours.start())]
         if args.kafka:
             from reference.kafka import KafkaNode
 
