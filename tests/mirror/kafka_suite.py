@@ -5,6 +5,7 @@ node in its own JVM): our broker -> Apache Kafka and Apache Kafka -> our broker,
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +50,8 @@ def test_between_our_broker_and_apache_kafka(tmp_path: Path, kafka_side: str) ->
         kafka = ReferenceKafka(tmp_path / "kafka").start()
         a, b = (ours, kafka) if kafka_side == "target" else (kafka, ours)
         create_topic(a.bootstrap, "orders", 3, {"retention.ms": "86400000"})
-        produce(a.bootstrap, _records("orders", 3, 200, 1_700_000_000_000))
+        # Fresh timestamps: the topic keeps 1 day, and retention passes start 30 s after start.
+        produce(a.bootstrap, _records("orders", 3, 200, int(time.time() * 1000) - 200))
         config = write_mm2(tmp_path / "mm2.properties", {"A": a.bootstrap, "B": b.bootstrap},
                            ["A->B.enabled = true", "A->B.topics = orders, new-.*"])
         mirror = MirrorProcess(config, tmp_path / "mirror.log").start()
@@ -59,7 +61,7 @@ def test_between_our_broker_and_apache_kafka(tmp_path: Path, kafka_side: str) ->
         assert partition_count(b.bootstrap, "A.orders") == 3
         assert topic_overrides(b.bootstrap, "A.orders").get("retention.ms") == "86400000"
         create_topic(a.bootstrap, "new-events", 2)
-        produce(a.bootstrap, _records("new-events", 2, 40, 1_700_000_100_000))
+        produce(a.bootstrap, _records("new-events", 2, 40, int(time.time() * 1000) - 40))
         wait_until(lambda: len(read_all(b.bootstrap, "A.new-events")) >= 40, 120, interval=1,
                    message="a new topic picked up")
         assert _view(read_all(b.bootstrap, "A.new-events")) == \

@@ -5,6 +5,7 @@ new topics are picked up, internal topics are Kafka's."""
 from __future__ import annotations
 
 import re
+import time
 import urllib.request
 from pathlib import Path
 
@@ -45,7 +46,9 @@ def test_records_configs_and_new_topics(tmp_path: Path, two_brokers) -> None:
     a, b = two_brokers
     create_topic(a.bootstrap, "orders", 3, {"retention.ms": "86400000",
                                             "min.insync.replicas": "1"})
-    sent = _records("orders", 3, 300, 1_700_000_000_000)
+    # Fresh timestamps: the topic keeps 1 day (later 1 hour), and the broker's first retention
+    # pass comes 30 s after start.
+    sent = _records("orders", 3, 300, int(time.time() * 1000) - 300)
     produce(a.bootstrap, sent)
     config = write_mm2(tmp_path / "mm2.properties", {"A": a.bootstrap, "B": b.bootstrap},
                        ["A->B.enabled = true", "A->B.topics = orders, new-.*"])
@@ -66,9 +69,9 @@ def test_records_configs_and_new_topics(tmp_path: Path, two_brokers) -> None:
         admin_call(a.bootstrap, lambda ad: ad.alter_configs([ConfigResource(
             ConfigResourceType.TOPIC, "orders", configs={"retention.ms": "3600000"})]))
         create_topic(a.bootstrap, "new-events", 2)
-        produce(a.bootstrap, _records("new-events", 2, 50, 1_700_000_100_000))
+        produce(a.bootstrap, _records("new-events", 2, 50, int(time.time() * 1000) - 50))
         create_topic(a.bootstrap, "ignored", 1)
-        produce(a.bootstrap, _records("ignored", 1, 5, 1_700_000_200_000))
+        produce(a.bootstrap, _records("ignored", 1, 5, int(time.time() * 1000) - 5))
         wait_until(lambda: len(read_all(b.bootstrap, "A.new-events")) >= 50, 90, interval=1,
                    message="new topic replicated")
         assert _view(read_all(b.bootstrap, "A.new-events")) == \

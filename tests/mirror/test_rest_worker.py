@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from helpers import free_port, wait_until
+from helpers import RECENT_TS, free_port, wait_until
 from mirror_helpers import create_topic, produce, read_all
 from worker_helpers import WorkerProcess, http
 
@@ -20,7 +20,7 @@ def test_connectors_through_rest_on_a_distributed_worker(tmp_path: Path, two_bro
     a, b = two_brokers
     create_topic(a.bootstrap, "clicks", 2)
     produce(a.bootstrap, [("clicks", i % 2, f"k{i}".encode(), f"click-{i}".encode(),
-                           1_700_000_000_000 + i, [("h", b"x")]) for i in range(100)])
+                           RECENT_TS + i, [("h", b"x")]) for i in range(100)])
     port = free_port()
     props = tmp_path / "worker.properties"
     props.write_text(

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, RecordsToDelete
-from helpers import create_topics, wait_until
+from helpers import RECENT_TS, create_topics, wait_until
 
 from streams.spark.kafka_read import DataLossError, Range, read_range
 from streams.spark.source import StreamsStreamReader
@@ -29,7 +29,8 @@ from streams.spark.source_offsets import (
     resolve_spec,
 )
 
-BASE_TS = 1_700_000_000_000  # ms
+# Recent, so the broker's retention (7 days, first pass 30 s after start) keeps them.
+BASE_TS = RECENT_TS  # ms
 
 EXPECTED_COLUMNS = [
     ("key", "binary"), ("value", "binary"), ("topic", "string"), ("partition", "int"),
