@@ -19,6 +19,8 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .byte_reader import ByteReader
+
 TopicPartition = tuple[str, int]
 
 
@@ -34,43 +36,11 @@ class Subscription:
     rack_id: str | None
 
 
-class _Reader:
+class _Reader(ByteReader):
+    """The embedded protocol's fields, with its arrays of topic partitions."""
+
     def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int:
-        try:
-            (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        except struct.error as exc:
-            raise MalformedProtocol(str(exc)) from None
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def done(self) -> bool:
-        return self.pos >= len(self.data)
-
-    def string(self) -> str | None:
-        size = self.take(">h")
-        if size < 0:
-            return None
-        if self.pos + size > len(self.data):
-            raise MalformedProtocol("string past the end")
-        text = self.data[self.pos:self.pos + size].decode("utf-8", "replace")
-        self.pos += size
-        return text
-
-    def skip_bytes(self) -> None:
-        size = self.take(">i")
-        if size > 0:
-            if self.pos + size > len(self.data):
-                raise MalformedProtocol("bytes past the end")
-            self.pos += size
-
-    def count(self) -> int:
-        n = self.take(">i")
-        if n > len(self.data):
-            raise MalformedProtocol("bad array length")
-        return max(n, 0)
+        super().__init__(data, MalformedProtocol, text_errors="replace")
 
     def partitions(self) -> frozenset[TopicPartition]:
         out: set[TopicPartition] = set()
@@ -96,7 +66,7 @@ def read_subscription(data: bytes) -> Subscription:
     owned: frozenset[TopicPartition] = frozenset()
     rack: str | None = None
     if not reader.done():
-        reader.skip_bytes()  # user data
+        reader.blob()  # user data
     if version >= 1 and not reader.done():
         owned = reader.partitions()
     if version >= 2 and not reader.done():

@@ -24,6 +24,7 @@ import struct
 import time
 from typing import TYPE_CHECKING, Any
 
+from .byte_reader import ByteReader
 from .group import Group, GroupState
 from .member import Member
 from .offsets_codec import CorruptOffsetRecord
@@ -60,36 +61,9 @@ def encode_classic(group: Group) -> bytes:
     return b"".join(out)
 
 
-class _Reader:
-    def __init__(self, data: bytes) -> None:
-        self.data, self.pos = data, 0
-
-    def take(self, fmt: str) -> int:
-        try:
-            (value,) = struct.unpack_from(fmt, self.data, self.pos)
-        except struct.error as exc:
-            raise CorruptOffsetRecord(str(exc)) from None
-        self.pos += struct.calcsize(fmt)
-        return int(value)
-
-    def string(self) -> str | None:
-        size = self.take(">h")
-        if size < 0:
-            return None
-        value = self.data[self.pos:self.pos + size].decode()
-        self.pos += size
-        return value
-
-    def blob(self) -> bytes:
-        size = self.take(">i")
-        value = self.data[self.pos:self.pos + max(size, 0)]
-        self.pos += max(size, 0)
-        return bytes(value)
-
-
 def decode_classic(group_id: str, data: bytes, now: float) -> Group:
     """The group as it was written; its members' sessions restart at ``now`` (loop clock)."""
-    reader = _Reader(data)
+    reader = ByteReader(data, CorruptOffsetRecord)
     version = reader.take(">h")
     if not 0 <= version <= 3:
         raise CorruptOffsetRecord(f"unknown group metadata version {version}")
