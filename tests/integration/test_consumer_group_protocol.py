@@ -7,12 +7,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
+from flowing_records import FlowingRecords
 from helpers import EmbeddedBroker, create_topics, wait_until
 
 TOPIC, PARTITIONS = "kip848", 6
@@ -32,86 +31,45 @@ def test_consumers_joining_and_leaving_while_records_flow(tmp_path: Path) -> Non
     try:
         bootstrap = broker.bootstrap
         create_topics(bootstrap, {TOPIC: PARTITIONS})
-        produced: list[int] = []
-        stop_producing = threading.Event()
-
-        def produce() -> None:
-            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-            i = 0
-            while not stop_producing.is_set():
-                producer.produce(TOPIC, str(i).encode(), partition=i % PARTITIONS)
-                produced.append(i)
-                i += 1
-                if i % 50 == 0:
-                    producer.flush()
-                    time.sleep(0.01)  # pacing the load, not synchronisation
-            producer.flush()
-
-        seen: set[int] = set()
-        commit_errors: list[str] = []
-        lock = threading.Lock()
-
-        def consume(c: Consumer, until: threading.Event) -> None:
-            while not until.is_set():
-                m = c.poll(0.1)
-                if m is None or m.error():
-                    continue
-                with lock:
-                    seen.add(int(m.value()))
-                try:
-                    c.commit(message=m, asynchronous=False)
-                except KafkaException as exc:  # a commit racing a revocation may be fenced
-                    commit_errors.append(str(exc))
-            c.close()
-
-        writer = threading.Thread(target=produce)
-        writer.start()
+        flow = FlowingRecords(bootstrap, TOPIC, PARTITIONS, flush_every=50)
+        flow.writer.start()
         stops = [threading.Event() for _ in range(3)]
         readers: list[threading.Thread] = []
         try:
-            _scenario(bootstrap, stops, readers, consume, seen, produced, stop_producing,
-                      writer)
+            _scenario(bootstrap, stops, readers, flow)
         finally:
-            stop_producing.set()
+            flow.stop_producing.set()
             for stop in stops:
                 stop.set()
-            for thread in [writer, *readers]:
+            for thread in [flow.writer, *readers]:
                 thread.join(30)
 
-        assert set(produced) == seen and len(produced) > 500
-        check = Consumer({"bootstrap.servers": bootstrap, "group.id": "g848"})
-        try:
-            committed = check.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)],
-                                        timeout=10)
-            ends = [check.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
-                    for p in range(PARTITIONS)]
-        finally:
-            check.close()
-        assert [tp.offset for tp in committed] == ends
+        assert set(flow.produced) == flow.seen and len(flow.produced) > 500
+        committed, ends = flow.committed_and_ends("g848")
+        assert committed == ends
         assert all("STALE_MEMBER_EPOCH" in e or "UNKNOWN_MEMBER_ID" in e
-                   for e in commit_errors), commit_errors
+                   for e in flow.commit_errors), flow.commit_errors
     finally:
         broker.stop()
 
 
 def _scenario(bootstrap: str, stops: list[threading.Event], readers: list[threading.Thread],
-              consume: Any, seen: set[int], produced: list[int],
-              stop_producing: threading.Event, writer: threading.Thread) -> None:
+              flow: FlowingRecords) -> None:
     for index, stop in enumerate(stops):  # join one by one while records flow
         readers.append(threading.Thread(
-            target=consume, args=(consumer(bootstrap, f"c{index}"), stop)))
+            target=flow.consume, args=(consumer(bootstrap, f"c{index}"), stop)))
         readers[-1].start()
         wait_until(lambda n=index: _members(bootstrap) == n + 1, 30,
                    message=f"{index + 1} member(s) in the group")
-    wait_until(lambda: len(seen) > 500, 30, message="records consumed")
+    wait_until(lambda: len(flow.seen) > 500, 30, message="records consumed")
     stops[0].set()  # one leaves, then another, while the producer keeps going
     readers[0].join(30)
     wait_until(lambda: _members(bootstrap) == 2, 30, message="2 members left")
     stops[1].set()
     readers[1].join(30)
-    stop_producing.set()
-    writer.join(30)
-    wait_until(lambda: set(produced) <= seen, 60, message="every record consumed")
+    flow.stop_producing.set()
+    flow.writer.join(30)
+    wait_until(lambda: set(flow.produced) <= flow.seen, 60, message="every record consumed")
     stops[2].set()
     readers[2].join(30)
 

@@ -7,11 +7,11 @@ final committed offsets reach the end of every partition."""
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 
-from confluent_kafka import Consumer, ConsumerGroupType, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupType, KafkaException
 from confluent_kafka.admin import AdminClient
+from flowing_records import FlowingRecords
 from helpers import EmbeddedBroker, create_topics, wait_until
 
 TOPIC, PARTITIONS, GROUP = "migrating", 4, "gmig"
@@ -34,23 +34,7 @@ def test_upgrade_and_downgrade_while_records_flow(tmp_path: Path) -> None:
         bootstrap = broker.bootstrap
         create_topics(bootstrap, {TOPIC: PARTITIONS})
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        produced: list[int] = []
-        seen: set[int] = set()
-        commit_errors: list[str] = []
-        lock = threading.Lock()
-        stop_producing = threading.Event()
-
-        def produce() -> None:
-            producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
-            i = 0
-            while not stop_producing.is_set():
-                producer.produce(TOPIC, str(i).encode(), partition=i % PARTITIONS)
-                produced.append(i)
-                i += 1
-                if i % 40 == 0:
-                    producer.flush()
-                    time.sleep(0.01)  # pacing the load, not synchronisation
-            producer.flush()
+        flow = FlowingRecords(bootstrap, TOPIC, PARTITIONS, flush_every=40)
 
         def consume(protocol: str, name: str, until: threading.Event) -> None:
             c = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP,
@@ -59,32 +43,21 @@ def test_upgrade_and_downgrade_while_records_flow(tmp_path: Path) -> None:
                           **({"partition.assignment.strategy": "cooperative-sticky",
                               "session.timeout.ms": 10000} if protocol == "classic" else {})})
             c.subscribe([TOPIC])
-            while not until.is_set():
-                m = c.poll(0.1)
-                if m is None or m.error():
-                    continue
-                with lock:
-                    seen.add(int(m.value()))
-                try:
-                    c.commit(message=m, asynchronous=False)
-                except KafkaException as exc:
-                    commit_errors.append(str(exc))
-            c.close()
+            flow.consume(c, until)
 
         stops = {name: threading.Event() for name in ("a", "b", "c")}
         threads = {name: threading.Thread(target=consume, args=(protocol, name, stops[name]))
                    for name, protocol in (("a", "classic"), ("b", "consumer"),
                                           ("c", "classic"))}
-        writer = threading.Thread(target=produce)
-        writer.start()
+        flow.writer.start()
 
         def consumed_more(than: int) -> bool:
-            with lock:
-                return len(seen) > than + 100
+            with flow.lock:
+                return len(flow.seen) > than + 100
 
         def keeps_consuming(message: str) -> None:
-            with lock:
-                mark = len(seen)
+            with flow.lock:
+                mark = len(flow.seen)
             wait_until(lambda: consumed_more(mark), 30, message=message)
 
         try:
@@ -104,27 +77,22 @@ def test_upgrade_and_downgrade_while_records_flow(tmp_path: Path) -> None:
             threads["b"].join(30)
             wait_until(lambda: group_type(admin) is ConsumerGroupType.CLASSIC, 30,
                        message="the group downgraded")
-            stop_producing.set()
-            writer.join(30)
-            wait_until(lambda: set(produced) <= seen, 60, message="every record consumed")
+            flow.stop_producing.set()
+            flow.writer.join(30)
+            wait_until(lambda: set(flow.produced) <= flow.seen, 60,
+                       message="every record consumed")
         finally:
-            stop_producing.set()
+            flow.stop_producing.set()
             for stop in stops.values():
                 stop.set()
-            for thread in [writer, *threads.values()]:
+            for thread in [flow.writer, *threads.values()]:
                 if thread.is_alive() or thread.ident is not None:
                     thread.join(30)
 
-        assert set(produced) == seen and len(produced) > 400
-        check = Consumer({"bootstrap.servers": bootstrap, "group.id": GROUP})
-        try:
-            committed = check.committed([TopicPartition(TOPIC, p) for p in range(PARTITIONS)],
-                                        timeout=10)
-            ends = [check.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1]
-                    for p in range(PARTITIONS)]
-        finally:
-            check.close()
-        assert [tp.offset for tp in committed] == ends
-        assert all(any(code in e for code in RACING) for e in commit_errors), commit_errors
+        assert set(flow.produced) == flow.seen and len(flow.produced) > 400
+        committed, ends = flow.committed_and_ends(GROUP)
+        assert committed == ends
+        assert all(any(code in e for code in RACING) for e in flow.commit_errors), \
+            flow.commit_errors
     finally:
         broker.stop()
