@@ -8,6 +8,8 @@ meet a settled broker.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from streams.broker.records import Record, build_batch, decode_records, iter_batches
@@ -74,6 +76,25 @@ def produce(side: Side, topic: str, data: bytes, partition: int = 0, acks: int =
         "transactional_id": transactional_id, "acks": acks, "timeout": 30000,
         "topic_data": [{"name": topic, "partition_data": [{"index": partition,
                                                            "records": data}]}]})
+
+
+def join_group(call: Callable[[int, dict[str, Any]], Any],
+               body: dict[str, Any]) -> tuple[Any, str]:
+    """JoinGroup through a member's own connection (``call``), asked again while the
+    coordinator settles (for 30 s at most) and once more with the handed-out member id after
+    MEMBER_ID_REQUIRED; parks until the rebalance completes. Returns the answer and the member
+    id to use from now on."""
+    answer = call(JOIN_GROUP, body)
+    deadline = time.monotonic() + 30
+    while answer["error_code"] in SETTLING:
+        assert time.monotonic() < deadline, f"JoinGroup still {answer['error_code']} after 30 s"
+        time.sleep(0.1)
+        answer = call(JOIN_GROUP, body)
+    member_id = body["member_id"]
+    if answer["error_code"] == "member_id_required":
+        member_id = answer["member_id"]
+        answer = call(JOIN_GROUP, {**body, "member_id": member_id})
+    return answer, member_id
 
 
 def partition_answer(answer: Any) -> Any:

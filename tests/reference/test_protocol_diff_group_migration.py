@@ -8,11 +8,16 @@ request sequence against our broker and Apache Kafka 4.4, answers compared field
 from __future__ import annotations
 
 import struct
-import time
 from typing import Any
 
 from .compare import Pair, Side
-from .steps import HEARTBEAT, JOIN_GROUP, OFFSET_COMMIT, SETTLING, SYNC_GROUP, find_coordinator
+from .steps import (
+    HEARTBEAT,
+    OFFSET_COMMIT,
+    SYNC_GROUP,
+    find_coordinator,
+    join_group,
+)
 from .test_protocol_diff_consumer_groups import Member as ConsumerMember
 from .test_protocol_diff_consumer_groups import prepare, unique
 
@@ -69,15 +74,7 @@ class ClassicMember:
                 "protocol_type": protocol_type, "reason": None,
                 "protocols": [{"name": name,
                                "metadata": subscription(self.topic, self.owned)}]}
-        answer = self.call(JOIN_GROUP, body)
-        deadline = time.monotonic() + 30
-        while answer["error_code"] in SETTLING:
-            assert time.monotonic() < deadline, answer
-            time.sleep(0.1)
-            answer = self.call(JOIN_GROUP, body)
-        if answer["error_code"] == "member_id_required":
-            self.member_id = answer["member_id"]
-            answer = self.call(JOIN_GROUP, {**body, "member_id": self.member_id})
+        answer, self.member_id = join_group(self.call, body)
         if answer["error_code"] == "none":
             self.member_id, self.generation = answer["member_id"], answer["generation_id"]
         leader = answer["leader"]

@@ -18,12 +18,11 @@ from typing import Any
 from .compare import Pair, Side
 from .steps import (
     HEARTBEAT,
-    JOIN_GROUP,
     OFFSET_COMMIT,
-    SETTLING,
     SYNC_GROUP,
     create_topic,
     find_coordinator,
+    join_group,
 )
 
 LEAVE_GROUP = 13
@@ -55,15 +54,7 @@ class Member:
                 "rebalance_timeout": self.rebalance_ms, "member_id": self.member_id,
                 "group_instance_id": self.instance, "protocol_type": "consumer",
                 "protocols": [{"name": "range", "metadata": b""}], "reason": None}
-        answer = self.call(JOIN_GROUP, body)
-        deadline = time.monotonic() + 30
-        while answer["error_code"] in SETTLING:
-            assert time.monotonic() < deadline, f"JoinGroup still {answer['error_code']} after 30 s"
-            time.sleep(0.1)
-            answer = self.call(JOIN_GROUP, body)
-        if answer["error_code"] == "member_id_required":
-            self.member_id = answer["member_id"]
-            answer = self.call(JOIN_GROUP, {**body, "member_id": self.member_id})
+        answer, self.member_id = join_group(self.call, body)
         if answer["error_code"] == "none":
             self.member_id, self.generation = answer["member_id"], answer["generation_id"]
         return answer
