@@ -232,9 +232,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     def _transaction_context(self) -> TransactionContext | None:
         return self.transactions
 
-    def _make_sender(self) -> None:
-        """Batches are handed to the producer in the loop: a commit covers what was sent."""
-        return None
+    # The batches of a poll go to the producer (through the background sender, as at least
+    # once) while the rest of it is converted, as Kafka's send() returns at once and its sender
+    # thread writes a batch while the task converts the next records; a commit first waits
+    # until the sender handed over everything (_handed_over), so it covers what was polled.
+    hand_over_while_converting = True
+
+    async def _handed_over(self) -> None:
+        """Every batch of the open transaction is in the producer (not necessarily acked)."""
+        if self.sender is not None:
+            await self.sender.drained()
 
     async def _learn_topic(self, topic: str) -> None:
         if self.offsets is not None and topic == self.offsets.topic:
@@ -250,33 +257,40 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             if type(task).commit_record is not SourceTask.commit_record else None
         self._source_task = task
         self._last_commit = time.monotonic()
-        prefetched: asyncio.Future | None = None
+        self._prefetched: asyncio.Future | None = None
+        # The next poll's records, converted into the collector while a commit ran (not yet
+        # handed over: nothing of a transaction goes out before the one before it committed).
+        converted: tuple[list, list] | None = None
         try:
             while not self.stopping:
                 await self.wait_resumed()
                 if self.stopping:
                     break
-                if prefetched is not None:
-                    records, prefetched = await prefetched, None
+                if converted is not None:
+                    (records, placed), converted = converted, None
+                    await self._send_in_transaction(records, chain, converters, errors, placed)
                 else:
                     records = await self.call(task.poll)
-                if records:
-                    self.records_polled += len(records)
-                    await self._dispatch(records, chain, converters, errors)
-                elif not self.stopping:
-                    await asyncio.sleep(0.01)
+                    if records:
+                        self.records_polled += len(records)
+                        await self._dispatch(records, chain, converters, errors)
+                    elif not self.stopping:
+                        await asyncio.sleep(0.01)
                 if self._commit_due():
-                    # The next poll runs on the task's thread while this transaction commits;
-                    # its records go into the next transaction (poll and interval boundaries).
                     if not self.stopping and not self.paused:
-                        prefetched = asyncio.ensure_future(self.call(task.poll))
-                    await self._commit()
+                        converted = await self._commit_and_convert_next(task, chain, converters,
+                                                                        errors)
+                    else:
+                        await self._commit()
                 else:
                     await self._batch_boundary()
         except BaseException:
             self._failed = True
             raise
         finally:
+            if converted is not None:  # converted, never sent: read again after a restart
+                self.collector.discard()
+            prefetched, self._prefetched = self._prefetched, None
             if prefetched is not None:  # polled, never sent: read again after a restart
                 # Let the poll return first: cancelling a plugin call that is still running
                 # abandons the task's thread, and an abandoned task reports no FAILED status.
@@ -286,6 +300,34 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                 prefetched.cancel()
                 with contextlib.suppress(BaseException):
                     await prefetched
+
+    async def _commit_and_convert_next(self, task: SourceTask, chain: Any, converters: Any,
+                                       errors: ErrorHandler) -> tuple[list, list] | None:
+        """Commit the open transaction while the task polls its next records on its thread
+        and the loop converts them into batches (poll and interval boundaries). They are
+        handed over only once the commit returned, into the next transaction: Kafka's
+        producer, too, begins a transaction only after the last one's EndTxn was answered.
+        Returns the next records and where they were placed, None if the poll had none."""
+        self._prefetched = asyncio.ensure_future(self.call(task.poll))
+        commit = asyncio.ensure_future(self._commit())
+        try:
+            records = await self._prefetched
+            self._prefetched = None
+            placed: list = []
+            if records:
+                self.records_polled += len(records)
+                placed, _ = await self._convert_all(records, chain, converters, errors,
+                                                    early=False, yield_every=64)
+        except asyncio.CancelledError:
+            commit.cancel()
+            with contextlib.suppress(BaseException):
+                await commit
+            raise
+        except BaseException:
+            await commit  # the transaction before these records commits, as if polled after
+            raise
+        await commit
+        return (records, placed) if records else None
 
     def _commit_due(self) -> bool:
         """Whether a poll or interval boundary was reached (connector boundaries: never)."""
@@ -319,7 +361,8 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             await self._send_in_transaction(records[start:], chain, converters, errors)
 
     async def _send_in_transaction(self, records: list, chain: Any, converters: Any,
-                                   errors: ErrorHandler) -> None:
+                                   errors: ErrorHandler, placed: list | None = None) -> None:
+        """Send records in the open transaction (``placed``: converted already)."""
         if not records:
             return
         await self._begin()
@@ -332,7 +375,10 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             # This batch ends the transaction: its offsets go out ahead of its records, so the
             # producer adds both partitions to the transaction at once.
             await self._write_offsets()
-        sent = await self._send_all(records, chain, converters, errors)
+        if placed is None:
+            sent = await self._send_all(records, chain, converters, errors)
+        else:
+            sent = await self._hand_over_converted(placed, [])
         self.transaction_metrics.add_records(sent)
 
     async def _write_offsets(self) -> None:
@@ -374,7 +420,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         if not self.in_transaction and not self.pending_offsets:
             return
         await self._begin()  # after an abort, the offsets still need a transaction
-        await self.collector.flush()
+        await self._handed_over()
         await self._raise_failed_batch()
         offsets = list(self.pending_offsets.values())
         await self._write_offsets()
@@ -420,7 +466,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         """Drop the open transaction's records (the task asked to); their offsets stay pending."""
         if not self.in_transaction:
             return
-        await self.collector.flush()
+        await self._handed_over()
         futures = [f for _r, f, _i in self.outstanding if f is not None]
         await asyncio.gather(*futures, return_exceptions=True)
         await self.producer.abort_transaction()

@@ -188,6 +188,10 @@ class WorkerSourceTask(TaskRunner):
         self._commit_record: Any = None
         self._committing: asyncio.Task | None = None  # the offsets write in progress
 
+    # Hand a poll's full batches to the sender as they fill, not once the whole poll is
+    # converted: worth it where the loop waits for them to be delivered (a transaction's commit).
+    hand_over_while_converting = False
+
     async def execute(self) -> None:
         from connect.transforms import TransformationChain
 
@@ -314,8 +318,23 @@ class WorkerSourceTask(TaskRunner):
         """Convert a poll's records into per-partition batches, hand them to the producer, and
         queue each record with the future of the batch it went into (acks are checked later).
         Returns how many were handed to the producer (the others were dropped)."""
+        early = self.hand_over_while_converting and self.sender is not None
+        placed, handed = await self._convert_all(records, chain, converters, errors, early)
+        return await self._hand_over_converted(placed, handed)
+
+    async def _convert_all(self, records: list, chain: Any, converters: Any,
+                           errors: ErrorHandler, early: bool, yield_every: int = 0
+                           ) -> tuple[list[tuple[Any, tuple[str, int] | None]],
+                                      list[tuple[tuple[str, int], asyncio.Future, int]]]:
+        """Convert records into the collector's batches: (record, its partition or None when
+        dropped) each, and the batches handed to the sender on the way. ``early``: a batch
+        that fills up goes to the sender at once (and the loop lets it go out); otherwise
+        nothing is handed over here. ``yield_every`` records the loop lets other tasks run
+        (a commit going on beside the conversion)."""
         placed: list[tuple[Any, tuple[str, int] | None]] = []
-        for record in records:
+        collector, sender = self.collector, self.sender
+        handed: list[tuple[tuple[str, int], asyncio.Future, int]] = []
+        for i, record in enumerate(records):
             # Fast path: synchronous, no per-stage bookkeeping. Any exception redoes the record
             # stage by stage in _convert_slow, where retries, tolerance and error reporting apply.
             try:
@@ -328,10 +347,26 @@ class WorkerSourceTask(TaskRunner):
             topic, key, value, partition, timestamp, headers = converted
             if topic not in self._topics:
                 await self._learn_topic(topic)
-            placed.append((record, self.collector.send(topic, key, value, timestamp, headers,
-                                                       partition)))
+            placed.append((record, collector.send(topic, key, value, timestamp, headers,
+                                                  partition)))
+            if early:
+                if collector.has_closed_batches():
+                    # A batch filled up: it goes out while the rest of the poll is converted.
+                    handed.extend(sender.submit(collector.take_closed()))
+                    await asyncio.sleep(0)
+            elif yield_every and i % yield_every == yield_every - 1:
+                await asyncio.sleep(0)
+        return placed, handed
+
+    async def _hand_over_converted(self, placed: list[tuple[Any, tuple[str, int] | None]],
+                                   handed: list[tuple[tuple[str, int], asyncio.Future, int]]
+                                   ) -> int:
+        """Hand the collector's batches over (after ``handed``, those given to the sender
+        already) and queue each placed record with its batch's future; returns how many
+        records went to the producer."""
         batches: dict[tuple[str, int], deque[tuple[asyncio.Future, int]]] = {}
-        for tp, future, count in await self._hand_over():
+        handed = handed + await self._hand_over()
+        for tp, future, count in handed:
             batches.setdefault(tp, deque()).append((future, count))
         used: dict[tuple[str, int], int] = {}
         outstanding = self.outstanding

@@ -202,6 +202,18 @@ class RecordCollector:
         self._open = {}
         return [(tp, batch) for tp, batch in ready if batch.record_count()]
 
+    def has_closed_batches(self) -> bool:
+        """Whether a batch filled up since the last ``take_batches``/``take_closed``."""
+        return bool(self._ready)
+
+    def take_closed(self) -> list[tuple[tuple[str, int], Any]]:
+        """The batches that filled up (no record can join them any more), in the order they
+        closed; the open ones stay. For a caller that hands batches over while it is still
+        adding records, so the first requests go out before the last record is converted.
+        Per partition the order is kept: ``take_batches`` later returns what came after."""
+        ready, self._ready = self._ready, []
+        return [(tp, batch) for tp, batch in ready if batch.record_count()]
+
     def take_in_flight(self) -> list[tuple[tuple[str, int], asyncio.Future[Any], int]]:
         """Batches handed over by ``flush`` since the last call, in hand-over order:
         ((topic, partition), future of the batch's base RecordMetadata, record count). For

@@ -1,8 +1,12 @@
-"""A source connector that defines its own transaction boundaries (KIP-618's TransactionContext),
-for tests/connect/test_exactly_once.py: records 0..N-1, a commit after every hundredth, and the
-transaction holding the records in ABORTED dropped by the task."""
+"""Source connectors for tests/connect/test_exactly_once.py. BoundarySource defines its own
+transaction boundaries (KIP-618's TransactionContext): records 0..N-1, a commit after every
+hundredth, and the transaction holding the records in ABORTED dropped by the task. PollSource
+writes 0..N-1 in fixed polls and can block in one commit() so the worker is killed there."""
 
 from __future__ import annotations
+
+import time
+from pathlib import Path
 
 from connect.api import (
     ConnectorTransactionBoundaries,
@@ -58,3 +62,57 @@ class BoundaryTask(SourceTask):
             records.append(record)
         self.next += len(records)
         return records
+
+
+POLL_SIZE = 250  # records per poll of PollSource, about 55 kB: several producer batches
+
+
+class PollSource(SourceConnector):
+    """Records 0..N-1 in polls of POLL_SIZE (transaction.boundary=poll: one transaction each).
+    Its ``block.at``-th ``commit()`` (called once that transaction committed, while the next
+    poll's records wait in the worker) writes ``marker`` and blocks, once per marker file, so a
+    test can kill the worker at that point."""
+
+    def start(self, props: dict[str, str]) -> None:
+        self.props = dict(props)
+
+    def task_class(self) -> type:
+        return PollTask
+
+    def task_configs(self, max_tasks: int) -> list[dict[str, str]]:
+        return [dict(self.props)]
+
+    def exactly_once_support(self, props: dict[str, str]) -> ExactlyOnceSupport:
+        return ExactlyOnceSupport.SUPPORTED
+
+
+class PollTask(SourceTask):
+    def start(self, props: dict[str, str]) -> None:
+        self.topic = props["topic"]
+        self.count = int(props["count"])
+        self.block_at = int(props.get("block.at", "0"))
+        self.marker = Path(props["marker"]) if props.get("marker") else None
+        self.commits = 0
+        last = self.context.offset_storage_reader().offset({"source": "poll"})
+        self.next = int((last or {}).get("next", 0))
+
+    def poll(self) -> list[SourceRecord] | None:
+        if self.next >= self.count:
+            time.sleep(0.05)
+            return None
+        records = [SourceRecord({"source": "poll"}, {"next": n + 1}, self.topic, 0,
+                                Schema.STRING_SCHEMA, str(n), Schema.STRING_SCHEMA,
+                                f"{n}:" + "x" * 200)
+                   for n in range(self.next, min(self.next + POLL_SIZE, self.count))]
+        self.next += len(records)
+        return records
+
+    def commit(self) -> None:
+        self.commits += 1
+        if self.commits == self.block_at and self.marker is not None \
+                and not self.marker.exists():
+            self.marker.write_text(str(self.next))
+            time.sleep(120)  # the test kills the worker meanwhile
+
+    def stop(self) -> None:
+        pass

@@ -331,3 +331,65 @@ def test_a_transaction_with_a_refused_batch_fails_the_task(tmp_path: Path, broke
         assert not any(v.startswith(("x", "after-")) for v in committed), committed
     finally:
         worker.stop()
+
+
+def read_uncommitted_offsets(bootstrap: str, topic: str, timeout: float = 30) -> dict[str, int]:
+    """value -> offset of every record in partition 0 of ``topic`` (transactions or not)."""
+    from aiokafka import AIOKafkaConsumer, TopicPartition
+
+    async def run() -> dict[str, int]:
+        tp = TopicPartition(topic, 0)
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                    isolation_level="read_uncommitted")
+        await consumer.start()
+        try:
+            consumer.assign([tp])
+            await consumer.seek_to_beginning(tp)
+            end = (await consumer.end_offsets([tp]))[tp]
+            found: dict[str, int] = {}
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout
+            while await consumer.position(tp) < end and loop.time() < deadline:
+                for batch in (await consumer.getmany(tp, timeout_ms=200)).values():
+                    found.update((r.value.decode(), r.offset) for r in batch)
+            return found
+        finally:
+            await consumer.stop()
+
+    return asyncio.run(run())
+
+
+def test_poll_transactions_through_a_kill_after_a_commit(tmp_path: Path, broker) -> None:
+    """transaction.boundary=poll: each poll's records (several producer batches) are one
+    transaction, and the next poll's records, polled and converted while a commit runs, go
+    out only after it. The worker is killed (SIGKILL) right after a transaction committed,
+    while the next poll's records wait in it unsent; the restarted task polls them again from
+    the offsets that committed with the records: every record once, in order, and in the
+    partition each poll's records sit together with one commit marker after them."""
+    import eos_plugins
+
+    create_topics(broker.bootstrap, {"polls": 1})
+    size, total, marker = eos_plugins.POLL_SIZE, eos_plugins.POLL_SIZE * 24, tmp_path / "marker"
+    props, url = worker_properties(tmp_path, broker.bootstrap, "w")
+    worker = WorkerProcess(["distributed", str(props)], tmp_path / "w.log", url).start()
+    try:
+        code, body = http("PUT", f"{url}/connectors/polls/config", {
+            "connector.class": "tests.connect.eos_plugins.PollSource", "topic": "polls",
+            "count": str(total), "block.at": "10", "marker": str(marker),
+            "exactly.once.support": "required", "transaction.boundary": "poll"})
+        assert code == 201, body
+        wait_until(marker.exists, 60, message="the tenth commit")
+        assert 0 < committed_count(broker.bootstrap, "polls") < total
+        worker.kill()
+        worker.start()
+        values = [r.value.decode() for r in read_committed(broker.bootstrap, "polls", total,
+                                                           timeout=120)]
+        assert [int(v.split(":")[0]) for v in values] == list(range(total))
+        offsets = read_uncommitted_offsets(broker.bootstrap, "polls")
+        assert len(offsets) == total  # nothing of an aborted transaction either
+        # Poll p's records at p * (size + 1) + j: a transaction per poll, nothing of the next.
+        wrong = [(v, o) for v, o in offsets.items()
+                 if o != (int(v.split(":")[0]) // size) * (size + 1) + int(v.split(":")[0]) % size]
+        assert not wrong, wrong[:5]
+    finally:
+        worker.stop()
