@@ -5,6 +5,7 @@ Run::
     python benchmarks/connect_perf.py                  # full run (200k records, 3 rounds; ~5 min)
     python benchmarks/connect_perf.py --quick          # 30k records, 1 round, well under a minute
     python benchmarks/connect_perf.py --json out.json  # also write a JSON summary
+    python benchmarks/connect_perf.py --kafka          # the same rows on Apache Kafka 4.4 too
     python benchmarks/connect_perf.py --help           # counts, rounds, profiling
 
 One run starts the bundled broker (``python -m streams.cli.main broker start``, fresh data dir,
@@ -35,6 +36,11 @@ It prints a table (median records/s of each, the median of the per-round worker/
 of the worker process) and checks the target: worker >= 0.8x plain for every path, the
 exactly-once source >= 0.8x the at-least-once one (``pass``/``short``). ``--profile PREFIX`` attaches ``py-spy record --format raw`` to the worker
 during each path (``pip install py-spy``).
+
+``--kafka`` runs every row a second time with Apache Kafka 4.4 as the broker (one KRaft node as
+tests/reference/kafka.py starts it; needs java), fresh workers, and prints a second table: the
+broker's share of a ratio (the exactly-once row above all: AddPartitionsToTxn, EndTxn and the
+transaction markers are the broker's) shows as the difference between the two tables.
 
 Every process started (broker, worker, py-spy) is stopped on exit, including on Ctrl-C, SIGTERM and
 errors. Exit status: 0 when every path ran (a missed target is reported, not failed), 1 when a path
@@ -428,10 +434,17 @@ class Profiler:
 # the run
 
 
-async def run(args: argparse.Namespace, procs: Processes, work: Path) -> dict[str, PathResult]:
-    bootstrap, broker = start_broker(procs, work)
-    print(f"  broker on {bootstrap} (pid {broker.pid}, data in {work / 'broker-data'})",
-          flush=True)
+def start_kafka(work: Path) -> Any:
+    """Apache Kafka 4.4 (one KRaft node, tests/reference/kafka.py), its data under ``work``."""
+    sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from reference.kafka import KafkaNode
+
+    return KafkaNode(free_port(), work / "kafka").start()
+
+
+async def run(args: argparse.Namespace, procs: Processes, work: Path,
+              bootstrap: str, broker: subprocess.Popen[bytes] | None) -> dict[str, PathResult]:
+    """Every round against the broker at ``bootstrap`` (``broker``: its process when ours)."""
     url, worker = await start_worker(procs, work, bootstrap)
     print(f"  worker on {url} (pid {worker.pid})", flush=True)
     eos_url, eos_worker = await start_eos_worker(procs, work, bootstrap)
@@ -484,7 +497,8 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path) -> dict[st
         print(f"    sink plain:    {fig.records_per_s:>10,.0f} records/s"
               + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
         _check_alive(worker, "worker", work / "worker.log")
-        _check_alive(broker, "broker", work / "broker.log")
+        if broker is not None:
+            _check_alive(broker, "broker", work / "broker.log")
         if r == 0:
             same = sorted(Path(work / "sink-worker-0.txt").read_text().splitlines()) == sorted(
                 Path(work / "sink-plain-0.txt").read_text().splitlines())
@@ -526,6 +540,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", metavar="PREFIX", help="py-spy the worker into PREFIX-*.txt")
     p.add_argument("--data-parent", default=None, help="parent of the temp work dir")
     p.add_argument("--keep-data", action="store_true", help="keep the work dir")
+    p.add_argument("--kafka", action="store_true",
+                   help="also run every row with Apache Kafka 4.4 as the broker")
     args = p.parse_args(argv)
     if args.records is None:
         args.records = 30_000 if args.quick else 200_000
@@ -544,18 +560,49 @@ def main(argv: list[str] | None = None) -> int:
     try:
         print(f"connect_perf: Python {platform.python_version()}, {os.cpu_count()} CPUs, "
               f"{args.records:,} records x {args.repeat} round(s), work dir {work}", flush=True)
-        results = asyncio.run(run(args, procs, work))
-        table, checks = render_table(results)
-        failed = any(f.error for r in results.values() for f in r.worker + r.plain)
+        load = os.getloadavg()
+        brokers = ["ours", "kafka"] if args.kafka else ["ours"]
+        tables: list[tuple[str, dict[str, PathResult]]] = []
+        for name in brokers:
+            where = work / name
+            where.mkdir()
+            if name == "ours":
+                bootstrap, broker = start_broker(procs, where)
+                print(f"  our broker on {bootstrap} (pid {broker.pid})", flush=True)
+                try:
+                    tables.append((name, asyncio.run(run(args, procs, where, bootstrap,
+                                                         broker))))
+                finally:
+                    procs.close()  # workers and broker, before the next broker starts
+            else:
+                kafka = start_kafka(where)
+                print(f"  Apache Kafka on {kafka.bootstrap}", flush=True)
+                try:
+                    tables.append((name, asyncio.run(run(args, procs, where, kafka.bootstrap,
+                                                         None))))
+                finally:
+                    procs.close()
+                    kafka.stop()
+        load_after = os.getloadavg()
+        failed = any(f.error for _n, results in tables for r in results.values()
+                     for f in r.worker + r.plain)
         print()
         print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
-        print(table)
+        print(f"load average (1/5/15 min) before {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}, "
+              f"after {load_after[0]:.2f}/{load_after[1]:.2f}/{load_after[2]:.2f}")
+        summary = []
+        for name, results in tables:
+            table, checks = render_table(results)
+            print(f"\nbroker: {'ours (bundled)' if name == 'ours' else 'Apache Kafka 4.4'}")
+            print(table)
+            summary.append({"broker": name, "paths": checks})
         print("(the EOS row's 'plain' column is the at-least-once worker's source figure)")
         if args.json:
             Path(args.json).write_text(json.dumps({
                 "command": sys.argv, "python": platform.python_version(),
                 "cpus": os.cpu_count(), "records": args.records, "repeat": args.repeat,
-                "partitions": args.partitions, "paths": checks}, indent=2) + "\n")
+                "partitions": args.partitions, "load_before": load, "load_after": load_after,
+                "brokers": summary}, indent=2) + "\n")
             print(f"JSON summary written to {args.json}")
     except KeyboardInterrupt:
         print("\nconnect_perf: interrupted; stopping processes", file=sys.stderr)
@@ -563,7 +610,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(f"connect_perf: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         failed = True
-        for name in ("worker.log", "broker.log"):
+        for name in ("ours/worker.log", "ours/eos-worker.log", "ours/broker.log",
+                     "kafka/worker.log", "kafka/eos-worker.log"):
             log = work / name
             if log.exists():
                 tail = log.read_text(errors="replace").splitlines()[-20:]
