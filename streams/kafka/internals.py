@@ -22,7 +22,10 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
 - a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
   which a changelog restore under exactly-once must reach (see ``high_watermarks``);
 - Kafka's ``delivery.timeout.ms`` (KIP-91): aiokafka gives up on a batch once it is older than
-  ``request.timeout.ms`` (its accumulator's batch TTL), see ``set_delivery_timeout``.
+  ``request.timeout.ms`` (its accumulator's batch TTL), see ``set_delivery_timeout``;
+- the at_least_once membership lease (lease.py): the consumer's membership answers are noted
+  and every ProduceRequest is checked against the lease in the same step as it is written to
+  the socket (``guard_produce_with_membership``).
 Everything else uses aiokafka's public API.
 """
 
@@ -43,9 +46,10 @@ from aiokafka.cluster import ClusterMetadata
 from aiokafka.consumer.group_coordinator import CoordinatorGroupRebalance
 from aiokafka.producer.sender import TxnOffsetCommitHandler
 from aiokafka.protocol.api import Request, RequestStruct, Response
-from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest
+from aiokafka.protocol.group import HeartbeatRequest, JoinGroupRequest, SyncGroupRequest
 from aiokafka.protocol.metadata import MetadataRequest
 from aiokafka.protocol.offset import OffsetRequest
+from aiokafka.protocol.produce import ProduceRequest
 from aiokafka.protocol.transaction import EndTxnRequest
 from aiokafka.protocol.types import (
     Boolean,
@@ -58,7 +62,11 @@ from aiokafka.protocol.types import (
     TaggedFields,
 )
 
+from .lease import REBALANCE_IN_PROGRESS, MembershipLease
+
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from aiokafka.admin import AIOKafkaAdminClient
 
 log = logging.getLogger(__name__)
@@ -77,6 +85,21 @@ class FencedByGroupError(Errors.KafkaError):
     removed member (KIP-447): this instance is a zombie and must abort and rejoin."""
 
     retriable = False
+
+
+class MembershipLostError(FencedByGroupError):
+    """A produce request was held because the membership lease had run out, and the group
+    coordinator said this member or its generation is gone: the request was never sent (its
+    batches fail with this error). Like a refused commit, it means "tasks migrated"."""
+
+
+class MembershipUnconfirmedError(FencedByGroupError):
+    """A produce request was held because the membership lease had run out, and it could not
+    be renewed yet (no group coordinator, a lost connection): the request was not sent and its
+    batches are offered again (retriable) until ``delivery.timeout.ms``; a batch that runs out
+    fails with this error, which also means "tasks migrated", never a production failure."""
+
+    retriable = True
 
 
 class UnstableOffsetCommitError(Errors.KafkaError):
@@ -654,8 +677,9 @@ def _stable_offsets(resp: Any) -> dict[TopicPartition, tuple[int, str]]:
 
 
 __all__ = [
-    "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "UnstableOffsetCommitError",
-    "check_membership", "client_of", "cluster_metadata", "end_transaction", "fetch_position",
+    "FencedByGroupError", "GroupFencedOffsets", "GroupMetadata", "MembershipLease",
+    "MembershipLostError", "MembershipUnconfirmedError", "UnstableOffsetCommitError",
+    "check_membership", "guard_produce_with_membership", "rebalance_timeout_ms", "client_of", "cluster_metadata", "end_transaction", "fetch_position",
     "fetch_stable_committed", "fetch_stable_offsets", "group_metadata", "refresh_metadata",
     "request_rejoin", "security_protocol", "send_to_any", "send_to_node", "topic_metadata",
     "wait_on_metadata",
@@ -683,3 +707,92 @@ async def close_producer(producer: AIOKafkaProducer, timeout_s: float) -> bool:
         log.debug("stopping the producer after failing its batches: %r", exc)
         await client_of(producer).close()
     return False
+
+
+# -- the at_least_once membership lease (lease.py) ----------------------------------------------
+
+_MEMBERSHIP_REQUESTS = (HeartbeatRequest, JoinGroupRequest, SyncGroupRequest)
+
+
+def rebalance_timeout_ms(consumer: AIOKafkaConsumer) -> int:
+    """The rebalance timeout the consumer's JoinGroups carry (aiokafka's ``rebalance_timeout_ms``
+    argument, 30 s by default)."""
+    return int(consumer._rebalance_timeout_ms)  # noqa: SLF001
+
+
+def guard_produce_with_membership(consumer: AIOKafkaConsumer, producer: AIOKafkaProducer,
+                                  lease: MembershipLease,
+                                  renew: Callable[[], Awaitable[None]]) -> None:
+    """Send ``producer``'s ProduceRequests only while ``consumer``'s group membership lease
+    holds (lease.py): the at_least_once zombie guard.
+
+    The consumer's Heartbeat, JoinGroup and SyncGroup answers extend ``lease``. A ProduceRequest
+    is checked against it after its connection is ready and immediately before aiokafka writes
+    it: from the check to the transport write nothing awaits (aiokafka's ``send`` finds the
+    ready connection without suspending, then encodes and writes), so the window left is that
+    of a few instructions. When the lease has run out the request is held and ``renew`` is
+    awaited (a Heartbeat for the tasks' generation, ``check_membership``, whose answer extends
+    the lease): if it raises ``FencedByGroupError`` the member is gone, the lease is lost for
+    good and the request fails with ``MembershipLostError`` (its batches are never sent); any
+    other failure fails it with the retriable ``MembershipUnconfirmedError``, so aiokafka
+    offers its batches again after its retry backoff."""
+    watched = client_of(consumer)
+    send_membership = watched.send
+
+    async def noting_send(node_id: int, request: Any, *,
+                          group: ConnectionGroup = ConnectionGroup.DEFAULT) -> Any:
+        if not isinstance(request, _MEMBERSHIP_REQUESTS):
+            return await send_membership(node_id, request, group=group)
+        sent_at = time.monotonic()  # before the write: the conservative end
+        response = await send_membership(node_id, request, group=group)
+        lease.answered(sent_at, int(getattr(response, "error_code", -1)))
+        return response
+
+    watched.send = noting_send  # type: ignore[method-assign]
+
+    gated = client_of(producer)
+    send_produce = gated.send
+    renewing: list[asyncio.Future[None]] = []  # one renewal at a time, shared by every node
+
+    async def renew_once() -> None:
+        if not renewing or renewing[0].done():
+            renewing[:] = [asyncio.ensure_future(renew())]
+        await asyncio.shield(renewing[0])
+
+    async def gated_send(node_id: int, request: Any, *,
+                         group: ConnectionGroup = ConnectionGroup.DEFAULT) -> Any:
+        if isinstance(request, ProduceRequest):
+            while True:
+                if not await gated.ready(node_id, group=group):
+                    raise Errors.NodeNotReadyError(f"node {node_id} is not ready")
+                if lease.holds():
+                    break  # no await from here to the write (see the docstring)
+                if lease.lost is not None:
+                    raise MembershipLostError(str(lease.lost)) from lease.lost
+                try:
+                    await renew_once()
+                except FencedByGroupError as exc:
+                    lease.lost = exc
+                    log.warning("a produce request was held (the membership lease had run "
+                                "out) and the group says this member is gone: not sent (%s)",
+                                exc)
+                    raise MembershipLostError(str(exc)) from exc
+                except Errors.KafkaError as exc:
+                    raise MembershipUnconfirmedError(
+                        f"the membership lease ran out and could not be renewed: {exc!r}"
+                    ) from exc
+                lease.renewals += 1
+                if lease.holds():
+                    continue
+                if lease.last_answer == REBALANCE_IN_PROGRESS:
+                    # Still known, but only as part of a rebalance that may have begun a
+                    # rebalance timeout ago: it can complete without this member any moment.
+                    lease.lost = FencedByGroupError(
+                        "the group is rebalancing and may already have passed this member's "
+                        "rebalance timeout")
+                    raise MembershipLostError(str(lease.lost))
+                raise MembershipUnconfirmedError(
+                    f"the membership lease could not be renewed (answer {lease.last_answer})")
+        return await send_produce(node_id, request, group=group)
+
+    gated.send = gated_send  # type: ignore[method-assign]

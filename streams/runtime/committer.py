@@ -18,6 +18,12 @@ delivered, as Kafka Streams flushes its producer first. A batch the producer gav
 undelivered after ``delivery.timeout.ms``, or refused by the broker) goes to the production
 exception handler as in Kafka's ``RecordCollectorImpl``: FAIL (the default) stops the thread
 with those input offsets uncommitted; CONTINUE drops the batch, says so, and commits.
+
+Also under at_least_once, every produce request waits for the group membership lease
+(streams/kafka/lease.py, ``guard_membership``): an instance paused past its session timeout
+never writes what it held after the new owner's writes; its held batches fail with
+``MembershipLostError``, which means "tasks migrated" (the tasks close dirty and the thread
+rejoins without committing), never a production failure.
 """
 
 from __future__ import annotations
@@ -32,7 +38,16 @@ from aiokafka.admin import AIOKafkaAdminClient, RecordsToDelete
 from aiokafka.errors import KafkaError
 
 from ..kafka.batching import RecordCollector
-from ..kafka.internals import GroupFencedOffsets, GroupMetadata, check_membership, group_metadata
+from ..kafka.internals import (
+    FencedByGroupError,
+    GroupFencedOffsets,
+    GroupMetadata,
+    MembershipLease,
+    check_membership,
+    group_metadata,
+    guard_produce_with_membership,
+    rebalance_timeout_ms,
+)
 from ..processor.errors import (
     ErrorHandlerContext,
     ErrorHandling,
@@ -74,6 +89,24 @@ class Committer:
         self.dirty = False  # processed something since the last commit
         self.last_purge = time.monotonic()
         self.to_purge: dict[tuple[str, int], int] = {}
+        self.lease: MembershipLease | None = None  # at_least_once: see guard_membership
+
+    def guard_membership(self, session_timeout_ms: int, heartbeat_interval_ms: int) -> None:
+        """at_least_once: send a produce request only while the group membership lease holds,
+        renewing it with a Heartbeat for the tasks' generation when it has run out (lease.py).
+        Under exactly_once_v2 the transaction fences a zombie instead (KIP-447): whatever it
+        writes after its generation is gone stays in a transaction that is aborted and never
+        read, so the guard is not installed there."""
+        if self.eos:
+            return
+        self.lease = MembershipLease(session_timeout_ms, rebalance_timeout_ms(self.consumer),
+                                     heartbeat_interval_ms)
+        guard_produce_with_membership(self.consumer, self.producer, self.lease,
+                                      self._renew_membership)
+
+    async def _renew_membership(self) -> None:
+        group = self.group or group_metadata(self.consumer, self.app_id)
+        await check_membership(self.consumer, group)
 
     async def begin_txn(self) -> None:
         if not self.in_txn:
@@ -128,12 +161,15 @@ class Committer:
         """at_least_once: a batch was not delivered. Kafka's producer only gives up after
         ``delivery.timeout.ms`` (or on a refusal), and Kafka Streams hands that error to the
         production exception handler (``RecordCollectorImpl.recordSendError``) before any
-        offset is committed; so do we. One exception: aiokafka's sender task died (a
-        connection lost mid-request fails every batch with a plain KafkaError caused by it),
-        which Kafka's producer does not do: that one still rejoins with fresh clients, the
-        input offsets uncommitted."""
+        offset is committed; so do we. Two exceptions, both rejoining with fresh clients and
+        the input offsets uncommitted: aiokafka's sender task died (a connection lost
+        mid-request fails every batch with a plain KafkaError caused by it), which Kafka's
+        producer does not do; and the membership lease held the batch back because this member
+        is (or may be) out of the group, which is a migration, not a production failure."""
         if type(exc) is KafkaError and exc.__cause__ is not None:
             raise exc
+        if isinstance(exc, FencedByGroupError):
+            raise exc  # held by the membership lease, never sent: tasks migrated
         topic, partition = tp
         handler = self.errors.production
         context = ErrorHandlerContext(topic, partition, None, (), -1, None, None,  # type: ignore[arg-type]

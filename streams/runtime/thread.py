@@ -234,6 +234,8 @@ class StreamThread:
                               set(layout.repartition_topics),
                               self.config.repartition_purge_interval_ms, self.admin,
                               self.task_config.errors)
+        committer.guard_membership(self.config.session_timeout_ms,
+                                   self.config.heartbeat_interval_ms)
         holder.append(committer)
         self.stats.instrument(committer)
         return ClientGeneration(self.generations, consumer, producer, collector, tasks,

@@ -50,7 +50,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--standbys", type=int, default=0, help="num.standby.replicas")
     parser.add_argument("--record-delay-ms", type=float, default=3.0)
     parser.add_argument("--max-poll-records", type=int, default=100)
+    parser.add_argument("--stall-s", type=float, default=None,
+                        help="stand still this long inside the first at_least_once commit "
+                             "after <state-dir>.stall exists (commit_stall.py)")
     args = parser.parse_args(argv)
+    if args.stall_s is not None:
+        from pathlib import Path
+
+        from .commit_stall import install
+        install(Path(f"{args.state_dir}.stall"), args.stall_s)
     # FAULTS_APP_LOG_LEVEL=INFO (or DEBUG) when diagnosing a failing seed
     level = os.environ.get("FAULTS_APP_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=level, stream=sys.stderr,

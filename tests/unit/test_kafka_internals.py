@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
-from aiokafka.client import AIOKafkaClient, CoordinationType
+from aiokafka.client import AIOKafkaClient, ConnectionGroup, CoordinationType
 from aiokafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from aiokafka.coordinator.protocol import (
     ConsumerProtocolMemberAssignment,
@@ -17,6 +17,7 @@ from aiokafka.coordinator.protocol import (
 )
 from aiokafka.errors import KafkaTimeoutError
 from aiokafka.protocol.group import JoinGroupRequest
+from aiokafka.protocol.metadata import MetadataRequest
 from helpers import create_topics
 
 from streams.kafka import clients as kafka_clients
@@ -24,6 +25,7 @@ from streams.kafka.internals import (
     FencedByGroupError,
     GroupFencedOffsets,
     GroupMetadata,
+    MembershipLease,
     UnstableOffsetCommitError,
     check_membership,
     client_of,
@@ -353,3 +355,69 @@ def test_close_producer_fails_what_it_could_not_deliver(broker) -> None:
             await asyncio.to_thread(broker.start)
 
     asyncio.run(run())
+
+
+def test_a_ready_connection_writes_a_request_without_suspending(broker) -> None:
+    """The membership lease's gate (guard_produce_with_membership) checks the lease after
+    ``ready()`` and then calls aiokafka's ``send``: that must reach the transport write before
+    the event loop runs anything else, or the window the gate closes would open again."""
+    create_topics(broker.bootstrap, {TOPIC: 1})
+
+    async def run() -> list[bool]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap)
+        await producer.start()
+        try:
+            client = client_of(producer)
+            node_id = next(iter(b.nodeId for b in client.cluster.brokers()))
+            assert await client.ready(node_id)
+            conn = client._conns[(node_id, ConnectionGroup.DEFAULT)]  # noqa: SLF001
+            writer = conn._writer  # noqa: SLF001
+            loop_ran: list[bool] = []
+            seen: list[bool] = []
+            write = writer.write
+
+            def noting_write(data: bytes) -> None:
+                seen.append(bool(loop_ran))
+                write(data)
+
+            writer.write = noting_write
+            try:
+                asyncio.get_running_loop().call_soon(loop_ran.append, True)
+                await client.send(node_id, MetadataRequest([TOPIC]))
+            finally:
+                writer.write = write
+            return seen
+        finally:
+            await producer.stop()
+
+    seen = asyncio.run(run())
+    assert seen[:1] == [False], "aiokafka's send suspended before writing the request"
+
+
+def test_the_membership_lease_counts_from_the_send_and_its_answer(monkeypatch) -> None:
+    """lease.py's arithmetic: NONE extends by min(session, rebalance timeout) from when the
+    request was sent; REBALANCE_IN_PROGRESS extends the session bound only; other answers
+    never extend it; the margin is min(heartbeat interval, session / 4)."""
+    from streams.kafka import lease as lease_module
+
+    now = [1000.0]
+    monkeypatch.setattr(lease_module.time, "monotonic", lambda: now[0])
+    lease = MembershipLease(session_timeout_ms=20_000, rebalance_timeout_ms=30_000,
+                            heartbeat_interval_ms=3_000)
+    assert not lease.holds()  # nothing answered yet
+    lease.answered(999.0, 0)
+    assert lease.expiry == 999.0 + 20 - 3
+    lease.answered(1001.0, 27)  # REBALANCE_IN_PROGRESS: the session bound moves ...
+    assert lease.expiry == 1001.0 + 20 - 3
+    for _ in range(5):  # ... but never past the rebalance timeout of the last NONE
+        lease.answered(lease.expiry + 3, 27)
+    assert lease.expiry == 999.0 + 30 - 3
+    lease.answered(1500.0, 25)  # UNKNOWN_MEMBER_ID extends nothing
+    assert lease.expiry == 999.0 + 30 - 3
+    now[0] = lease.expiry - 0.001
+    assert lease.holds()
+    now[0] = lease.expiry
+    assert not lease.holds()
+    short = MembershipLease(session_timeout_ms=6_000, rebalance_timeout_ms=30_000,
+                            heartbeat_interval_ms=3_000)
+    assert short.margin_s == 1.5  # a quarter of the session
