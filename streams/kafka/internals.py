@@ -63,6 +63,7 @@ from aiokafka.protocol.types import (
 )
 
 from .lease import REBALANCE_IN_PROGRESS, MembershipLease
+from .lease import clock as lease_clock
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -743,7 +744,7 @@ def guard_produce_with_membership(consumer: AIOKafkaConsumer, producer: AIOKafka
                           group: ConnectionGroup = ConnectionGroup.DEFAULT) -> Any:
         if not isinstance(request, _MEMBERSHIP_REQUESTS):
             return await send_membership(node_id, request, group=group)
-        sent_at = time.monotonic()  # before the write: the conservative end
+        sent_at = lease_clock()  # before the write: the conservative end
         response = await send_membership(node_id, request, group=group)
         lease.answered(sent_at, int(getattr(response, "error_code", -1)))
         return response

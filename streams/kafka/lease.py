@@ -21,17 +21,23 @@ So a produce request written to the socket before
 ``min(known + session.timeout.ms, member + rebalance timeout) - margin`` (``known``: when the last
 request answered NONE or REBALANCE_IN_PROGRESS was sent; ``member``: the last answered NONE) is
 handled by the broker before any new owner's writes, as long as the request itself does not
-take longer than the margin to arrive. ``time.monotonic()`` counts time spent stopped (SIGSTOP),
-which is exactly what must count. The check is one comparison per produce request.
+take longer than the margin to arrive. The clock (``clock``) must count every second the
+process did not run: a monotonic clock counts time spent stopped (SIGSTOP); on Linux
+CLOCK_BOOTTIME also counts a suspended machine, which CLOCK_MONOTONIC does not, so it is used
+where it exists. The check is one comparison per produce request.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 NONE = 0
 REBALANCE_IN_PROGRESS = 27
+
+clock = (functools.partial(time.clock_gettime, time.CLOCK_BOOTTIME)
+         if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic)
 
 
 class MembershipLease:
@@ -45,7 +51,7 @@ class MembershipLease:
         # heartbeat interval (capped at a quarter session), which also makes the consumer's
         # regular heartbeats renew the lease well before it runs out.
         self.margin_s = min(heartbeat_interval_ms, session_timeout_ms / 4) / 1000
-        self.expiry = -math.inf  # monotonic time; nothing is held before the first answer
+        self.expiry = -math.inf  # clock() time; nothing is held before the first answer
         self._known_since = -math.inf
         self._member_since = -math.inf
         self.lost: BaseException | None = None  # set once the group said the member is gone
@@ -54,11 +60,11 @@ class MembershipLease:
 
     def holds(self) -> bool:
         """True while a produce request written now lands before any new owner's writes."""
-        return time.monotonic() < self.expiry and self.lost is None
+        return clock() < self.expiry and self.lost is None
 
     def answered(self, sent_at: float, error_code: int) -> None:
         """A membership request (Heartbeat, JoinGroup, SyncGroup) sent at ``sent_at``
-        (``time.monotonic()``) was answered with ``error_code``. Other answers do not extend
+        (``clock()``) was answered with ``error_code``. Other answers do not extend
         the lease; what they mean is for whoever asked to act on."""
         self.last_answer = error_code
         if error_code == NONE:
@@ -73,7 +79,7 @@ class MembershipLease:
 
     def remaining(self) -> float:
         """Seconds until the lease runs out (negative once it has)."""
-        return self.expiry - time.monotonic()
+        return self.expiry - clock()
 
 
-__all__ = ["NONE", "REBALANCE_IN_PROGRESS", "MembershipLease"]
+__all__ = ["NONE", "REBALANCE_IN_PROGRESS", "MembershipLease", "clock"]

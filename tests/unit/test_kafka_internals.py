@@ -401,7 +401,7 @@ def test_the_membership_lease_counts_from_the_send_and_its_answer(monkeypatch) -
     from streams.kafka import lease as lease_module
 
     now = [1000.0]
-    monkeypatch.setattr(lease_module.time, "monotonic", lambda: now[0])
+    monkeypatch.setattr(lease_module, "clock", lambda: now[0])
     lease = MembershipLease(session_timeout_ms=20_000, rebalance_timeout_ms=30_000,
                             heartbeat_interval_ms=3_000)
     assert not lease.holds()  # nothing answered yet
