@@ -361,8 +361,9 @@ def _run_app(bootstrap: str, checkpoints: Path, log_path: Path) -> subprocess.Po
 def test_streaming_query_killed_mid_batch(broker: Any, tmp_path: Path) -> None:
     """SIGKILL (the driver's Python process, its JVM and its workers: the whole process group)
     while the exactly-once query has a transaction open, restart from the checkpoints: the
-    exactly-once target holds every input row exactly once under read_committed, the
-    at-least-once target every input row at least once."""
+    exactly-once target holds every input row exactly once under read_committed, and the
+    at-least-once query, run after it in the same driver, every input row at least once (the
+    app runs one query at a time: sink_query_app.py says why)."""
     bootstrap = broker.bootstrap
     create_topics(bootstrap, {"source": 2, "target-alos": 2, "target-eos": 2})
     total = 12_000
