@@ -83,7 +83,9 @@ def writer(df: Any, bootstrap: str, **options: str) -> Any:
 def test_batch_write_typed_and_binary_columns(spark: Any, broker: Any, guarantee: str) -> None:
     topic = f"typed-{guarantee}"
     create_topics(broker.bootstrap, {topic: 3})
-    base = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    # Recent timestamps: the broker's first retention pass, 30 s after it starts
+    # (log.initial.task.delay.ms), deletes records older than the topic's 7 days.
+    base = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=1)
     rows = [(f"k{i}" if i % 7 else None, f"value-{i}", base + dt.timedelta(milliseconds=i))
             for i in range(500)]
     df = spark.createDataFrame(rows, "key string, value string, timestamp timestamp") \
