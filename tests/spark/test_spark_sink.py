@@ -7,6 +7,7 @@ import datetime as dt
 import decimal
 import json
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,7 +163,10 @@ def test_connect_schema_types_and_date_partitions(spark, tmp_path: Path, broker)
     converter = JsonConverter()
     converter.configure({"schemas.enable": "true"}, False)
     day = 86_400_000
-    base = 1_700_000_000_000 - 1_700_000_000_000 % day  # midnight UTC
+    # Midnight UTC three days ago: recent enough for the topic's 7-day retention, whose first
+    # pass comes 30 s after the broker starts (log.initial.task.delay.ms).
+    now = int(time.time() * 1000)
+    base = now - now % day - 3 * day
     n = 300
     values, stamps = [], []
     for i in range(n):
