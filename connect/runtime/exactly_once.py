@@ -198,6 +198,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._written: dict[str, dict | None] = {}  # offsets sent in the open transaction
         self._last_commit = time.monotonic()
         self._failed = False
+        self._task_commit: asyncio.Future | None = None  # SourceTask.commit() still running
 
     # -- set-up --------------------------------------------------------------------------------
     async def _before_producer(self) -> None:
@@ -260,15 +261,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._prefetched: asyncio.Future | None = None
         # The next poll's records, converted into the collector while a commit ran (not yet
         # handed over: nothing of a transaction goes out before the one before it committed).
-        converted: tuple[list, list] | None = None
+        converted: tuple[list, list, dict] | None = None
         try:
             while not self.stopping:
                 await self.wait_resumed()
                 if self.stopping:
                     break
                 if converted is not None:
-                    (records, placed), converted = converted, None
-                    await self._send_in_transaction(records, chain, converters, errors, placed)
+                    (records, placed, offsets), converted = converted, None
+                    await self._send_in_transaction(records, chain, converters, errors, placed,
+                                                    offsets)
                 else:
                     records = await self.call(task.poll)
                     if records:
@@ -286,6 +288,9 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                     await self._batch_boundary()
         except BaseException:
             self._failed = True
+            pending, self._task_commit = self._task_commit, None
+            if pending is not None:  # its outcome no longer matters: the task ends failed
+                pending.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise
         finally:
             if converted is not None:  # converted, never sent: read again after a restart
@@ -302,22 +307,25 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                     await prefetched
 
     async def _commit_and_convert_next(self, task: SourceTask, chain: Any, converters: Any,
-                                       errors: ErrorHandler) -> tuple[list, list] | None:
+                                       errors: ErrorHandler) -> tuple[list, list, dict] | None:
         """Commit the open transaction while the task polls its next records on its thread
         and the loop converts them into batches (poll and interval boundaries). They are
         handed over only once the commit returned, into the next transaction: Kafka's
         producer, too, begins a transaction only after the last one's EndTxn was answered.
-        Returns the next records and where they were placed, None if the poll had none."""
+        Returns the next records, where they were placed and their source offsets; None if
+        the poll had none."""
         self._prefetched = asyncio.ensure_future(self.call(task.poll))
         commit = asyncio.ensure_future(self._commit())
         try:
             records = await self._prefetched
             self._prefetched = None
             placed: list = []
+            offsets: dict = {}
             if records:
                 self.records_polled += len(records)
                 placed, _ = await self._convert_all(records, chain, converters, errors,
                                                     early=False, yield_every=64)
+                offsets = self._offsets_of(records)
         except asyncio.CancelledError:
             commit.cancel()
             with contextlib.suppress(BaseException):
@@ -327,7 +335,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             await commit  # the transaction before these records commits, as if polled after
             raise
         await commit
-        return (records, placed) if records else None
+        return (records, placed, offsets) if records else None
 
     def _commit_due(self) -> bool:
         """Whether a poll or interval boundary was reached (connector boundaries: never)."""
@@ -361,16 +369,15 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             await self._send_in_transaction(records[start:], chain, converters, errors)
 
     async def _send_in_transaction(self, records: list, chain: Any, converters: Any,
-                                   errors: ErrorHandler, placed: list | None = None) -> None:
-        """Send records in the open transaction (``placed``: converted already)."""
+                                   errors: ErrorHandler, placed: list | None = None,
+                                   offsets: dict[str, tuple[dict, dict]] | None = None) -> None:
+        """Send records in the open transaction (``placed`` and ``offsets``: converted and
+        gathered already, while the transaction before committed)."""
         if not records:
             return
         await self._begin()
-        pending = self.pending_offsets
-        for record in records:  # dispatched or dropped: either way not to be read again
-            partition, offset = record.source_partition, record.source_offset
-            if partition is not None and offset is not None:
-                pending[self._key_of(partition)] = (partition, offset)
+        # dispatched or dropped: either way not to be read again
+        self.pending_offsets.update(self._offsets_of(records) if offsets is None else offsets)
         if self.boundary is TransactionBoundary.POLL:
             # This batch ends the transaction: its offsets go out ahead of its records, so the
             # producer adds both partitions to the transaction at once.
@@ -378,8 +385,17 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         if placed is None:
             sent = await self._send_all(records, chain, converters, errors)
         else:
-            sent = await self._hand_over_converted(placed, [])
+            sent = await self._hand_over_converted(placed, [], start_sending=True)
         self.transaction_metrics.add_records(sent)
+
+    def _offsets_of(self, records: list) -> dict[str, tuple[dict, dict]]:
+        """The last source offset of every source partition among ``records``."""
+        offsets: dict[str, tuple[dict, dict]] = {}
+        for record in records:
+            partition, offset = record.source_partition, record.source_offset
+            if partition is not None and offset is not None:
+                offsets[self._key_of(partition)] = (partition, offset)
+        return offsets
 
     async def _write_offsets(self) -> None:
         """Send the pending offsets not yet sent in this transaction to the offsets topic."""
@@ -417,6 +433,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
 
     async def _commit(self) -> None:
         """Flush the records, write the offsets, commit: all of it or (on a crash) none."""
+        await self._task_committed()
         if not self.in_transaction and not self.pending_offsets:
             return
         await self._begin()  # after an abort, the offsets still need a transaction
@@ -440,7 +457,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self.commits_ok += 1
         self._collect_acked()  # every batch is acknowledged now: commit_record per record
         self.acked = {}  # written above, inside the transaction
-        await self.call(self._source_task.commit)
+        # SourceTask.commit() runs on the task's thread after the poll already queued there;
+        # the loop goes on with the next transaction meanwhile, and the next commit (or the
+        # task's stop) waits for it, so a commit() that raises still fails the task.
+        self._task_commit = asyncio.ensure_future(self.call(self._source_task.commit))
+
+    async def _task_committed(self) -> None:
+        """Wait for the last SourceTask.commit() (raising what it raised)."""
+        pending, self._task_commit = self._task_commit, None
+        if pending is not None:
+            await pending
 
     async def _raise_failed_batch(self) -> None:
         """Wait until every record of the transaction was written, and fail the commit if one
@@ -481,6 +507,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
     async def on_pause(self) -> None:
         """Commit before idling, so a paused task holds no transaction open (Kafka's onPause)."""
         await self._final_transaction()
+        await self._task_committed()
 
     async def _final_transaction(self) -> None:
         if self.boundary is TransactionBoundary.CONNECTOR:
@@ -504,6 +531,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             return  # Kafka's finalOffsetCommit: nothing of a failed or cancelled task commits
         try:
             await self._final_transaction()
+            await self._task_committed()
         except Exception as exc:
             log.error("task %s: final transaction failed at stop: %s", self.id, exc)
 

@@ -359,13 +359,16 @@ class WorkerSourceTask(TaskRunner):
         return placed, handed
 
     async def _hand_over_converted(self, placed: list[tuple[Any, tuple[str, int] | None]],
-                                   handed: list[tuple[tuple[str, int], asyncio.Future, int]]
-                                   ) -> int:
+                                   handed: list[tuple[tuple[str, int], asyncio.Future, int]],
+                                   start_sending: bool = False) -> int:
         """Hand the collector's batches over (after ``handed``, those given to the sender
         already) and queue each placed record with its batch's future; returns how many
-        records went to the producer."""
+        records went to the producer. ``start_sending``: let the sender start on them before
+        the records are queued (a transaction waits for them)."""
         batches: dict[tuple[str, int], deque[tuple[asyncio.Future, int]]] = {}
         handed = handed + await self._hand_over()
+        if start_sending and self.sender is not None:
+            await asyncio.sleep(0)
         for tp, future, count in handed:
             batches.setdefault(tp, deque()).append((future, count))
         used: dict[tuple[str, int], int] = {}

@@ -69,9 +69,9 @@ POLL_SIZE = 250  # records per poll of PollSource, about 55 kB: several producer
 
 class PollSource(SourceConnector):
     """Records 0..N-1 in polls of POLL_SIZE (transaction.boundary=poll: one transaction each).
-    Its ``block.at``-th ``commit()`` (called once that transaction committed, while the next
-    poll's records wait in the worker) writes ``marker`` and blocks, once per marker file, so a
-    test can kill the worker at that point."""
+    Its ``block.at``-th ``commit()`` (called once that transaction committed, while the worker
+    goes on with the next) writes ``marker`` and blocks, once per marker file, so a test can
+    kill the worker at that point."""
 
     def start(self, props: dict[str, str]) -> None:
         self.props = dict(props)
