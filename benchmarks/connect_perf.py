@@ -6,6 +6,7 @@ Run::
     python benchmarks/connect_perf.py --quick          # 30k records, 1 round, well under a minute
     python benchmarks/connect_perf.py --json out.json  # also write a JSON summary
     python benchmarks/connect_perf.py --kafka          # the same rows on Apache Kafka 4.4 too
+    python benchmarks/connect_perf.py --before-tree /tmp/old  # + the EOS row of an older tree
     python benchmarks/connect_perf.py --help           # counts, rounds, profiling
 
 One run starts the bundled broker (``python -m streams.cli.main broker start``, fresh data dir,
@@ -36,6 +37,10 @@ It prints a table (median records/s of each, the median of the per-round worker/
 of the worker process) and checks the target: worker >= 0.8x plain for every path, the
 exactly-once source >= 0.8x the at-least-once one (``pass``/``short``). ``--profile PREFIX`` attaches ``py-spy record --format raw`` to the worker
 during each path (``pip install py-spy``).
+
+``--before-tree DIR`` starts a second exactly-once worker from another checkout (a ``git archive``
+of an older commit) and runs its DataGen row in the same rounds, the two in turn, each against
+the same round's at-least-once figure: a before/after under the same machine state.
 
 ``--kafka`` runs every row a second time with Apache Kafka 4.4 as the broker (one KRaft node as
 tests/reference/kafka.py starts it; needs java), fresh workers, and prints a second table: the
@@ -187,16 +192,18 @@ async def start_worker(procs: Processes, work: Path, bootstrap: str
             await asyncio.sleep(0.2)
 
 
-async def start_eos_worker(procs: Processes, work: Path, bootstrap: str
-                           ) -> tuple[str, subprocess.Popen[bytes]]:
-    """A distributed worker (exactly-once sources need one) with the standalone one's converters."""
+async def start_eos_worker(procs: Processes, work: Path, bootstrap: str,
+                           tree: Path | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+    """A distributed worker (exactly-once sources need one) with the standalone one's converters;
+    ``tree``: run the worker from that checkout instead of this one (--before-tree)."""
     port = free_port()
-    props = work / "eos-worker.properties"
+    name = "bench-eos" if tree is None else "bench-eos-before"
+    props = work / f"{name}.properties"
     props.write_text("\n".join([
         f"bootstrap.servers={bootstrap}",
         f"listeners=http://127.0.0.1:{port}",
-        "group.id=bench-eos", "config.storage.topic=bench-eos-configs",
-        "offset.storage.topic=bench-eos-offsets", "status.storage.topic=bench-eos-status",
+        f"group.id={name}", f"config.storage.topic={name}-configs",
+        f"offset.storage.topic={name}-offsets", f"status.storage.topic={name}-status",
         "config.storage.replication.factor=1", "offset.storage.replication.factor=1",
         "status.storage.replication.factor=1",
         "exactly.once.source.support=enabled",
@@ -205,9 +212,13 @@ async def start_eos_worker(procs: Processes, work: Path, bootstrap: str
         "value.converter.schemas.enable=false",
         "offset.flush.interval.ms=10000",
     ]) + "\n")
-    log_path = work / "eos-worker.log"
+    log_path = work / f"{name}.log"
+    env = repo_env()
+    if tree is not None:
+        env["env"]["PYTHONPATH"] = str(tree)
+        env["cwd"] = str(tree)
     proc = procs.start([sys.executable, "-m", "streams.cli.main", "connect", "distributed",
-                        str(props)], log_path, **repo_env())
+                        str(props)], log_path, **env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while True:
@@ -449,10 +460,17 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path,
     print(f"  worker on {url} (pid {worker.pid})", flush=True)
     eos_url, eos_worker = await start_eos_worker(procs, work, bootstrap)
     print(f"  exactly-once worker on {eos_url} (pid {eos_worker.pid})", flush=True)
+    before: tuple[str, subprocess.Popen[bytes]] | None = None
+    if args.before_tree:
+        before = await start_eos_worker(procs, work, bootstrap, Path(args.before_tree))
+        print(f"  exactly-once worker from {args.before_tree} on {before[0]} "
+              f"(pid {before[1].pid})", flush=True)
     profiler = Profiler(procs, args.profile, worker.pid, work)
     results = {"source": PathResult("DataGen -> topic"),
                "sink": PathResult("topic -> FileStreamSink"),
                "eos": PathResult("DataGen EOS / at-least")}
+    if before is not None:
+        results["eos_before"] = PathResult("  the same, --before-tree")
     n, timeout = args.records, args.timeout
     for r in range(args.repeat):
         if args.repeat > 1:
@@ -471,12 +489,19 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path,
         results["eos"].plain.append(fig)
         print(f"    source worker: {fig.records_per_s:>10,.0f} records/s"
               + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
-        etopic = f"bench-eos-{r}"
-        await create_topic(bootstrap, etopic, args.partitions)
-        fig = await eos_source(eos_url, bootstrap, etopic, n, eos_worker.pid, f"eos-{r}", timeout)
-        results["eos"].worker.append(fig)
-        print(f"    source EOS:    {fig.records_per_s:>10,.0f} records/s"
-              + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
+        eos_runs = [("eos", eos_url, eos_worker, "source EOS:   ")]
+        if before is not None:
+            results["eos_before"].plain.append(results["source"].worker[-1])
+            # both sides in turn first, so neither is always the one right after the source
+            eos_runs.insert(r % 2, ("eos_before", *before, "EOS (before):"))
+        for key, e_url, e_worker, label in eos_runs:
+            etopic = f"bench-{key}-{r}"
+            await create_topic(bootstrap, etopic, args.partitions)
+            fig = await eos_source(e_url, bootstrap, etopic, n, e_worker.pid, f"{key}-{r}",
+                                   timeout)
+            results[key].worker.append(fig)
+            print(f"    {label} {fig.records_per_s:>10,.0f} records/s"
+                  + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
         fig = await plain_produce(bootstrap, ptopic, n)
         results["source"].plain.append(fig)
         print(f"    source plain:  {fig.records_per_s:>10,.0f} records/s", flush=True)
@@ -540,6 +565,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--profile", metavar="PREFIX", help="py-spy the worker into PREFIX-*.txt")
     p.add_argument("--data-parent", default=None, help="parent of the temp work dir")
     p.add_argument("--keep-data", action="store_true", help="keep the work dir")
+    p.add_argument("--before-tree", metavar="DIR",
+                   help="also run the exactly-once row with a worker from this checkout "
+                        "(e.g. a git archive of an older commit), in the same rounds")
     p.add_argument("--kafka", action="store_true",
                    help="also run every row with Apache Kafka 4.4 as the broker")
     args = p.parse_args(argv)
@@ -610,8 +638,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(f"connect_perf: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         failed = True
-        for name in ("ours/worker.log", "ours/eos-worker.log", "ours/broker.log",
-                     "kafka/worker.log", "kafka/eos-worker.log"):
+        for name in ("ours/worker.log", "ours/bench-eos.log", "ours/broker.log",
+                     "kafka/worker.log", "kafka/bench-eos.log"):
             log = work / name
             if log.exists():
                 tail = log.read_text(errors="replace").splitlines()[-20:]
