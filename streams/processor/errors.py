@@ -25,6 +25,7 @@ it came from and why: nothing is dropped silently.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import importlib
 import logging
@@ -222,22 +223,33 @@ class ErrorHandling:
                      for kind in ("deserialization", "processing", "production")),
                    dead_letter_topic=config_value(config, DLQ_CONFIG), configs=config)
 
+    @staticmethod
+    def respond(handler: ResolvedHandler, context: ErrorHandlerContext, record: Any,
+                exc: BaseException, what: str,
+                failed: type[StreamsError] = StreamsError) -> HandlerResponse:
+        """``handler``'s answer to one failure (of ``what``, e.g. ``record in-0@1``), a string
+        answer taken by name ("continue", "FAIL", ...). A handler that raises, or answers
+        anything else, stops processing with ``failed`` naming ``what``."""
+        try:
+            response = handler.handle(context, record, exc)
+        except Exception as handler_exc:
+            raise failed(f"the {handler.kind} exception handler itself failed on {what} "
+                         f"({handler_exc!r}); original error {type(exc).__name__}: {exc}"
+                         ) from exc
+        if isinstance(response, str):
+            with contextlib.suppress(ValueError):  # not a name: refused below as returned
+                response = HandlerResponse(response.lower())
+        if not isinstance(response, HandlerResponse):
+            raise failed(f"the {handler.kind} exception handler returned {response!r} for "
+                         f"{what}; expected a HandlerResponse") from exc
+        return response
+
     def handle(self, handler: ResolvedHandler, context: ErrorHandlerContext, record: Any,
                exc: BaseException, send: Send) -> None:
         """Apply ``handler`` to one failure: return to skip the record, raise to stop."""
         where = context.where()
         reason = f"{type(exc).__name__}: {exc}"
-        try:
-            response = handler.handle(context, record, exc)
-        except Exception as handler_exc:
-            raise StreamsError(f"the {handler.kind} exception handler itself failed on "
-                               f"record {where} ({handler_exc!r}); original error {reason}"
-                               ) from exc
-        if isinstance(response, str):
-            response = HandlerResponse(response.lower())
-        if not isinstance(response, HandlerResponse):
-            raise StreamsError(f"the {handler.kind} exception handler returned {response!r} "
-                               f"for record {where}; expected a HandlerResponse") from exc
+        response = self.respond(handler, context, record, exc, f"record {where}")
         dead_letter = response is HandlerResponse.DEAD_LETTER or (
             handler.builtin and self.dead_letter_topic is not None)
         if dead_letter:

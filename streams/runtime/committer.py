@@ -171,26 +171,23 @@ class Committer:
         if isinstance(exc, FencedByGroupError):
             raise exc  # held by the membership lease, never sent: tasks migrated
         topic, partition = tp
-        handler = self.errors.production
         context = ErrorHandlerContext(topic, partition, None, (), -1, None, None,  # type: ignore[arg-type]
                                       None, None)
         record = ProducerRecord(topic, None, None, -1, (), partition)
         reason = f"{type(exc).__name__}: {exc}"
-        try:
-            response = handler.handle(context, record, exc)
-        except Exception as handler_exc:
-            raise HandlerFailedError(f"the production exception handler failed ({handler_exc!r}) "
-                                     f"on {count} undelivered record(s) for {topic}-{partition}; "
-                                     f"original error {reason}") from exc
-        if isinstance(response, str):
-            response = HandlerResponse(response.lower())
+        # The same asking as for a record (ErrorHandling.respond); a handler that raises or
+        # answers nonsense fails the thread as FAIL does, keeping the offsets uncommitted. A
+        # batch has no source record to dead-letter, so DEAD_LETTER is a FAIL here.
+        response = ErrorHandling.respond(
+            self.errors.production, context, record, exc,
+            f"{count} undelivered record(s) for {topic}-{partition}", HandlerFailedError)
         if response is not HandlerResponse.CONTINUE:
             log.error("%d record(s) for %s-%d were not delivered (%s); the production exception "
                       "handler said %s: the input offsets since the last commit stay "
                       "uncommitted", count, topic, partition, reason, response)
             raise HandlerFailedError(
                 f"{count} record(s) for {topic}-{partition} were not delivered ({reason}); the "
-                "production exception handler said FAIL") from exc
+                f"production exception handler said {response.name}") from exc
         log.warning("dropping %d undelivered record(s) for %s-%d (%s): the production exception "
                     "handler said CONTINUE", count, topic, partition, reason)
 

@@ -23,10 +23,11 @@ from typing import Any
 
 import pytest
 from aiokafka.admin import NewTopic
+from aiokafka.errors import KafkaTimeoutError
 
 from streams.kafka import clients
 from streams.kafka.batching import RecordCollector
-from streams.processor.errors import ErrorHandling, HandlerFailedError
+from streams.processor.errors import ErrorHandling, HandlerFailedError, HandlerResponse
 from streams.runtime.committer import Committer
 from streams.runtime.config import StreamsConfig
 from streams.runtime.generation import build_producer
@@ -161,6 +162,38 @@ def test_a_batch_undelivered_past_the_delivery_timeout_goes_to_the_handler(
         assert [{(tp.topic, tp.partition): o for tp, o in c.items()}
                 for c in consumer.commits] == [{("delivery-in", 0): (7, "")}]
     assert [value for _key, value in _records(broker.bootstrap)] == [b"before"]
+
+
+def _raises(context: Any, record: Any, exc: BaseException) -> Any:
+    raise KeyError("oops")
+
+
+@pytest.mark.parametrize(("answer", "refused"), [
+    (lambda c, r, e: "Continue", None),
+    (lambda c, r, e: HandlerResponse.RESUME, None),
+    (_raises, "the production exception handler itself failed on 3 undelivered record(s) for "
+              "out-1 (KeyError('oops')); original error KafkaTimeoutError"),
+    (lambda c, r, e: "maybe", "the production exception handler returned 'maybe' for 3 "
+                              "undelivered record(s) for out-1; expected a HandlerResponse"),
+    (lambda c, r, e: None, "returned None for 3 undelivered record(s) for out-1"),
+    (lambda c, r, e: "fail", "3 record(s) for out-1 were not delivered (KafkaTimeoutError: "
+                             "KafkaTimeoutError); the production exception handler said FAIL"),
+    # A batch has no source record to dead-letter.
+    (lambda c, r, e: HandlerResponse.DEAD_LETTER, "handler said DEAD_LETTER"),
+], ids=["continue-by-name", "resume", "raises", "unknown-name", "none", "fail", "dead-letter"])
+def test_an_undelivered_batch_is_put_to_the_handler_as_a_record_is(answer: Any,
+                                                                   refused: str | None) -> None:
+    """The committer asks the production exception handler the way a task does for a record
+    (ErrorHandling.respond): answers taken by name, and a handler that raises or answers
+    nonsense fails the thread (HandlerFailedError: offsets stay uncommitted) naming the
+    batch."""
+    committer = _committer(None, None, _Consumer(), answer)  # type: ignore[arg-type]
+    if refused is None:
+        committer._delivery_failed(("out", 1), 3, KafkaTimeoutError())  # noqa: SLF001
+        return
+    with pytest.raises(HandlerFailedError) as failure:
+        committer._delivery_failed(("out", 1), 3, KafkaTimeoutError())  # noqa: SLF001
+    assert refused in str(failure.value)
 
 
 def test_delivery_timeout_is_honoured_or_refused_by_name() -> None:
