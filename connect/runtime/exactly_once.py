@@ -330,11 +330,19 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             commit.cancel()
             with contextlib.suppress(BaseException):
                 await commit
+            self.collector.discard()
             raise
         except BaseException:
-            await commit  # the transaction before these records commits, as if polled after
+            try:
+                await commit  # the transaction before these records commits, as if polled after
+            finally:
+                self.collector.discard()
             raise
-        await commit
+        try:
+            await commit
+        except BaseException:
+            self.collector.discard()  # converted for a transaction that will not begin
+            raise
         return (records, placed, offsets) if records else None
 
     def _commit_due(self) -> bool:
