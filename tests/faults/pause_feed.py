@@ -11,6 +11,9 @@ record may be counted twice: there no count may be below the records sent.
 
     python -m tests.faults.pause_feed [--runs 10] [--kafka reference|cluster] [--rounds 3] ...
 
+``--framework kafka-streams`` runs the instances as Kafka Streams 4.4 apps (kstreams_app.py:
+the same topology, application.id and settings) to measure the reference in the same scenario.
+
 This is the shape of the loss reported in issue [15] (40,000 records over 100 keys, 500 every
 0.25 s, both instances paused for 14 s in turn, three times): the per-chunk fault harness
 (harness.py) produces one chunk during a pause, this one never stops producing.
@@ -35,6 +38,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from helpers import wait_until
 from runtime.kafka_io import create_topics
 
+from . import kstreams_app
 from .app_runner import SESSION_TIMEOUT_MS
 from .catalogue import PARTITIONS, SCENARIOS
 from .cluster import Cluster
@@ -67,9 +71,11 @@ class PausePlan:
     # there only by chance; the second instance is paused just before it ends. at_least_once
     # only (exactly_once_v2 has no such check).
     stall_first: bool = False
+    framework: str = "ours"  # or "kafka-streams" (kstreams_app.py)
 
     def describe(self) -> str:
-        return (f"seed={self.seed} {self.guarantee} {self.rounds}x{INSTANCES} pauses of "
+        return (("" if self.framework == "ours" else f"{self.framework} ")
+                + f"seed={self.seed} {self.guarantee} {self.rounds}x{INSTANCES} pauses of "
                 f"{self.hold_s:g}s{'' if self.settle else ' back to back'}, {self.batch} "
                 f"records every {self.interval_s:g}s over {self.keys} keys, "
                 f"cache={self.cache_bytes} max.poll.records={self.max_poll_records}"
@@ -205,11 +211,14 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
     workdir.mkdir(parents=True, exist_ok=True)
     if plan.stall_first and plan.guarantee != "at_least_once":
         raise ValueError("stall_first: the stall sits in the at_least_once commit")
+    if plan.stall_first and plan.framework != "ours":
+        raise ValueError("stall_first: the stall is a hook in our runtime's commit")
     app_args = ["--scenario", SCENARIO, "--guarantee", plan.guarantee,
                 "--record-delay-ms", "0", "--cache-bytes", str(plan.cache_bytes),
                 "--max-poll-records", str(plan.max_poll_records)]
     if plan.stall_first:
         app_args += ["--stall-s", str(plan.hold_s)]
+    java = kstreams_app.prepare() if plan.framework == "kafka-streams" else None
     cluster = Cluster(workdir, app_args, kafka)
     group = f"faults-{SCENARIO}"
     counts: dict[str, int] = {}
@@ -223,7 +232,10 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
         create_topics(bootstrap, {"count-input": PARTITIONS, "count-output": PARTITIONS},
                       cluster.replication)
         for _ in range(INSTANCES):
-            cluster.add_instance()
+            if java is None:
+                cluster.add_instance()
+            else:
+                _add_kafka_streams_instance(cluster, java, plan)
         cluster.wait_running()
         feeder = Feeder(bootstrap, plan)
         feeder.start()
@@ -312,6 +324,16 @@ def input_records(bootstrap: str) -> int:
     return asyncio.run(run())
 
 
+def _add_kafka_streams_instance(cluster: Cluster, java: list[str], plan: PausePlan) -> None:
+    n = len(cluster.instances)
+    instance = kstreams_app.KafkaStreamsInstance(
+        f"app{n}", java, cluster.bootstrap, plan.guarantee, plan.cache_bytes,
+        plan.max_poll_records, None, cluster.workdir / f"state-{n}",
+        cluster.workdir / f"app{n}.log")
+    cluster.instances.append(instance)
+    instance.start()
+
+
 def _hold(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
     """Pause ``instance`` for ``hold_s`` while the feed goes on; then let the group settle."""
     instance.pause()
@@ -343,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--kafka", choices=("bundled", "reference", "cluster"),
                         default="bundled", help="our broker, Apache Kafka, or 3 of its nodes")
+    parser.add_argument("--framework", choices=("ours", "kafka-streams"), default="ours",
+                        help="the instances: our runtime or Kafka Streams 4.4 (needs java)")
     parser.add_argument("--guarantee", choices=("exactly_once_v2", "at_least_once"),
                         default="exactly_once_v2")
     parser.add_argument("--keys", type=int, default=100)
@@ -368,7 +392,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = PausePlan(args.seed + i, args.keys, args.batch, args.interval, args.rounds,
                          args.hold, args.gap, args.guarantee, args.total,
                          not args.no_settle, args.cache, args.max_poll_records,
-                         args.stall_first)
+                         args.stall_first, args.framework)
         workdir = Path(tempfile.mkdtemp(prefix=f"pause-feed-{plan.seed}-"))
         result = run_pause_feed(plan, workdir, args.kafka)
         print(f"run {i + 1}/{args.runs}: {result.report()}", flush=True)
