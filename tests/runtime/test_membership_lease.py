@@ -64,6 +64,15 @@ async def _join(consumer: Any) -> None:
         await consumer.getmany(timeout_ms=200)
 
 
+async def _producer_and_collector(bootstrap: str) -> tuple[Any, RecordCollector]:
+    """A started at_least_once stream-thread producer and the record collector over it."""
+    config = StreamsConfig.from_mapping({"application.id": GROUP, "bootstrap.servers": bootstrap})
+    producer = build_producer(config.client_kwargs("producer"), AT_LEAST_ONCE, "unused",
+                              config.max_batch_size, config.transaction_timeout_ms)
+    await producer.start()
+    return producer, RecordCollector(producer, {OUT: 1})
+
+
 async def _end_offset(bootstrap: str) -> int:
     consumer = clients.consumer({"bootstrap_servers": bootstrap})
     await consumer.start()
@@ -95,12 +104,7 @@ def test_a_member_stalled_past_its_session_sends_nothing_it_held(broker, monkeyp
     async def run() -> tuple[int, int, BaseException | None, Committer]:
         await _topics(broker.bootstrap)
         consumer = _consumer(broker.bootstrap)
-        config = StreamsConfig.from_mapping({"application.id": GROUP,
-                                             "bootstrap.servers": broker.bootstrap})
-        producer = build_producer(config.client_kwargs("producer"), AT_LEAST_ONCE, "unused",
-                                  config.max_batch_size, config.transaction_timeout_ms)
-        await producer.start()
-        collector = RecordCollector(producer, {OUT: 1})
+        producer, collector = await _producer_and_collector(broker.bootstrap)
         consumed = {(IN, 0): 0}
         task = SimpleNamespace(flush=lambda: None, consumed=consumed,
                                committed_metadata=lambda tp: "",
@@ -151,12 +155,7 @@ def test_the_lease_costs_no_request_while_heartbeats_renew_it(broker) -> None:
     async def run() -> tuple[int, Committer]:
         await _topics(broker.bootstrap)
         consumer = _consumer(broker.bootstrap)
-        config = StreamsConfig.from_mapping({"application.id": GROUP,
-                                             "bootstrap.servers": broker.bootstrap})
-        producer = build_producer(config.client_kwargs("producer"), AT_LEAST_ONCE, "unused",
-                                  config.max_batch_size, config.transaction_timeout_ms)
-        await producer.start()
-        collector = RecordCollector(producer, {OUT: 1})
+        producer, collector = await _producer_and_collector(broker.bootstrap)
         tasks = SimpleNamespace(commit_stores=lambda: None, committed={}, tasks={},
                                 running=lambda: [])
         committer = Committer(GROUP, AT_LEAST_ONCE, tasks, consumer, producer, collector,
