@@ -30,18 +30,22 @@ class AppInstance:
         self.stopped = False  # stopped on purpose (scale in): not expected to run
         self.starts = 0
 
-    def start(self) -> None:
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
+        """The process to start: its command line and environment (None: this one's)."""
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+        return ([sys.executable, "-m", "tests.faults.app_runner", *self.args,
+                 "--state-dir", str(self.state_dir)], env)
+
+    def start(self) -> None:
+        command, env = self.command()
         self.starts += 1
         self.stopped = False
         with open(self.log, "a") as out:
             out.write(f"=== start {self.starts}\n")
             out.flush()
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "tests.faults.app_runner", *self.args,
-                 "--state-dir", str(self.state_dir)],
-                stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+            self.proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, env=env,
+                                         cwd=ROOT)
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None

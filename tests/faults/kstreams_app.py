@@ -9,7 +9,6 @@ threads, not a wrapper.
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from .app_runner import HEARTBEAT_MS, SESSION_TIMEOUT_MS
@@ -64,16 +63,10 @@ class KafkaStreamsInstance(AppInstance):
         super().__init__(name, [], state_dir, log)
         log4j = log.with_name("kstreams-log4j2.properties")
         log4j.write_text(LOG4J)
-        self.command = [*java, f"-Dlog4j2.configurationFile={log4j}", "PauseCountApp",
+        self.java_command = [*java, f"-Dlog4j2.configurationFile={log4j}", "PauseCountApp",
                         bootstrap, "faults-count", guarantee, str(state_dir),
                         str(SESSION_TIMEOUT_MS), str(HEARTBEAT_MS), str(cache_bytes),
                         str(max_poll_records), str(-1 if commit_ms is None else commit_ms)]
 
-    def start(self) -> None:
-        self.starts += 1
-        self.stopped = False
-        with open(self.log, "a") as out:
-            out.write(f"=== start {self.starts}\n")
-            out.flush()
-            self.proc = subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT,
-                                         cwd=ROOT)
+    def command(self) -> tuple[list[str], dict[str, str] | None]:
+        return self.java_command, None
