@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -168,10 +169,14 @@ class Cluster:
             assert isinstance(self.broker, ReferenceCluster)
             self.broker.start_node(node)
 
-    def add_instance(self) -> AppInstance:
+    def add_instance(self, make: Callable[[str, Path, Path], AppInstance] | None = None
+                     ) -> AppInstance:
+        """Start the next instance: ours (app_runner with ``app_args``), or what ``make``
+        builds from its name, state directory and log (e.g. a Kafka Streams app)."""
         n = len(self.instances)
-        instance = AppInstance(f"app{n}", [*self.app_args, "--bootstrap", self.bootstrap],
-                               self.workdir / f"state-{n}", self.workdir / f"app{n}.log")
+        name, state_dir, log = f"app{n}", self.workdir / f"state-{n}", self.workdir / f"app{n}.log"
+        instance = make(name, state_dir, log) if make is not None else AppInstance(
+            name, [*self.app_args, "--bootstrap", self.bootstrap], state_dir, log)
         self.instances.append(instance)
         instance.start()
         return instance

@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,10 +233,8 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
         create_topics(bootstrap, {"count-input": PARTITIONS, "count-output": PARTITIONS},
                       cluster.replication)
         for _ in range(INSTANCES):
-            if java is None:
-                cluster.add_instance()
-            else:
-                _add_kafka_streams_instance(cluster, java, plan)
+            cluster.add_instance(None if java is None else _kafka_streams_instance(
+                cluster, java, plan))
         cluster.wait_running()
         feeder = Feeder(bootstrap, plan)
         feeder.start()
@@ -324,14 +323,12 @@ def input_records(bootstrap: str) -> int:
     return asyncio.run(run())
 
 
-def _add_kafka_streams_instance(cluster: Cluster, java: list[str], plan: PausePlan) -> None:
-    n = len(cluster.instances)
-    instance = kstreams_app.KafkaStreamsInstance(
-        f"app{n}", java, cluster.bootstrap, plan.guarantee, plan.cache_bytes,
-        plan.max_poll_records, None, cluster.workdir / f"state-{n}",
-        cluster.workdir / f"app{n}.log")
-    cluster.instances.append(instance)
-    instance.start()
+def _kafka_streams_instance(cluster: Cluster, java: list[str], plan: PausePlan
+                            ) -> Callable[[str, Path, Path], Any]:
+    """How Cluster.add_instance builds a Kafka Streams instance with the plan's settings."""
+    return lambda name, state_dir, log: kstreams_app.KafkaStreamsInstance(
+        name, java, cluster.bootstrap, plan.guarantee, plan.cache_bytes, plan.max_poll_records,
+        None, state_dir, log)
 
 
 def _hold(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
