@@ -446,11 +446,13 @@ class Profiler:
 
 
 def start_kafka(work: Path) -> Any:
-    """Apache Kafka 4.4 (one KRaft node, tests/reference/kafka.py), its data under ``work``."""
+    """Apache Kafka 4.4 (one KRaft node, tests/reference/kafka.py) with kafka-server-start.sh's
+    JVM options (kafka_node.py), its data under ``work``."""
     sys.path.insert(0, str(REPO_ROOT / "tests"))
+    from kafka_node import SERVER_JVM_OPTS
     from reference.kafka import KafkaNode
 
-    return KafkaNode(free_port(), work / "kafka").start()
+    return KafkaNode(free_port(), work / "kafka", java_opts=SERVER_JVM_OPTS).start()
 
 
 async def run(args: argparse.Namespace, procs: Processes, work: Path,

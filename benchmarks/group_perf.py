@@ -178,9 +178,11 @@ def main() -> int:
         ours = BrokerProcess(Path(tmp) / "ours", extra=["--config", str(properties)])
         brokers: list[tuple[str, Any]] = [("ours", ours.start())]
         if args.kafka:
+            from kafka_node import SERVER_JVM_OPTS  # kafka-server-start.sh's, like for like
             from reference.kafka import KafkaNode
 
-            brokers.append(("kafka", KafkaNode(free_port(), Path(tmp) / "kafka").start()))
+            brokers.append(("kafka", KafkaNode(free_port(), Path(tmp) / "kafka",
+                                               java_opts=SERVER_JVM_OPTS).start()))
         try:
             for kind, consumers in rows:
                 for name, broker in brokers:

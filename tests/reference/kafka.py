@@ -193,7 +193,7 @@ class KafkaNode:
                  format_args: list[str] | None = None,
                  listeners: dict[str, int] | None = None, node_id: int = NODE_ID,
                  controller_port: int | None = None, voters: str | None = None,
-                 cluster_id: str | None = None) -> None:
+                 cluster_id: str | None = None, java_opts: list[str] | None = None) -> None:
         self.port = port
         self.node_id = node_id
         self.controller_port = controller_port  # None: a fresh free port at every start
@@ -203,6 +203,8 @@ class KafkaNode:
         self.extra = dict(extra or {})  # server properties added to or replacing the defaults
         self.format_args = list(format_args or [])  # e.g. --add-scram for SCRAM users
         self.listeners = dict(listeners or {})  # extra listeners: {"SASL_SSL": port}
+        # JVM options (None: JAVA_OPTS, quick to start; benchmarks pass Kafka's server defaults)
+        self.java_opts = java_opts
         self.proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -215,7 +217,8 @@ class KafkaNode:
 
     def _java_cmd(self, main: str, *args: str) -> list[str]:
         log4j = self.data_dir / "log4j2.properties"
-        return [_java(), *JAVA_OPTS, f"-Dlog4j2.configurationFile={log4j}",
+        opts = JAVA_OPTS if self.java_opts is None else self.java_opts
+        return [_java(), *opts, f"-Dlog4j2.configurationFile={log4j}",
                 f"-Dkafka.logs.dir={self.data_dir}", "-cp", f"{LIBS}/*", main, *args]
 
     def configure(self) -> Path:
