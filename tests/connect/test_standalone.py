@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 from helpers import free_port, wait_until
-from worker_helpers import WorkerProcess, consume_all, http, produce, standalone, wait_running
+from worker_helpers import (
+    WorkerProcess,
+    connector_offsets,
+    consume_all,
+    http,
+    produce,
+    standalone,
+    wait_running,
+)
 
 from connect.api import SinkConnector, SinkTask
 
@@ -83,16 +91,16 @@ def test_sigkill_loses_no_line(files, tmp_path: Path, broker) -> None:
     args = ["standalone", str(files["worker"]), str(files["source"])]
     worker = WorkerProcess(args, tmp_path / "worker.log", files["url"]).start()
     try:
-        wait_until(lambda: http("GET", files["url"] + "/connectors/file-source/offsets")[1]
-                   ["offsets"], 60, message="some offsets committed")
+        wait_until(lambda: connector_offsets(files["url"], "file-source"), 60,
+                   message="some offsets committed")
     finally:
         worker.kill()
     worker = WorkerProcess(args, tmp_path / "worker.log", files["url"]).start()
     try:
         size = files["input"].stat().st_size
-        wait_until(lambda: http("GET", files["url"] + "/connectors/file-source/offsets")[1]
-                   == {"offsets": [{"partition": {"filename": str(files["input"])},
-                                    "offset": {"position": size}}]}, 60,
+        wait_until(lambda: connector_offsets(files["url"], "file-source")
+                   == [{"partition": {"filename": str(files["input"])},
+                        "offset": {"position": size}}], 60,
                    message="everything committed after the restart")
         values = [r.value.decode() for r in consume_all(broker.bootstrap, "lines", 3000)]
         assert set(values) == {f"line-{i}" for i in range(3000)}  # at-least-once after a crash

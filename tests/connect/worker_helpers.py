@@ -42,6 +42,16 @@ def http(method: str, url: str, body: Any = None, timeout: float = 60) -> tuple[
     return status, json.loads(payload) if payload else None
 
 
+def connector_offsets(url: str, name: str) -> list[dict[str, Any]] | None:
+    """``GET /connectors/{name}/offsets``, or None while the worker does not know the connector.
+
+    A standalone worker answers REST before it has created the connectors of its command line
+    (404 in that window, as Kafka's ConnectStandalone does).
+    """
+    status, body = http("GET", f"{url}/connectors/{name}/offsets")
+    return body["offsets"] if status == 200 else None
+
+
 def produce(bootstrap: str, topic: str, values: list[bytes | None],
             keys: list[bytes | None] | None = None,
             headers: list[list[tuple[str, bytes]]] | None = None) -> None:
