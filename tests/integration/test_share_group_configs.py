@@ -82,6 +82,12 @@ def test_group_configs_are_honoured_and_survive_a_restart(tmp_path: Path) -> Non
         # latest (the default): nothing that was there before the first fetch
         assert _drain_nothing(broker.bootstrap, "late", "t")
 
+        # Deleting the group keeps its configs, as Kafka 4.4 does (also across a restart).
+        def deleted() -> bool:
+            future = admin.delete_consumer_groups(["committed"])["committed"]
+            return future.exception(timeout=30) is None  # NON_EMPTY_GROUP until it has left
+        wait_until(deleted, 30, message="group 'committed' deleted")
+
         broker.restart()
         admin = AdminClient({"bootstrap.servers": broker.bootstrap})
         resource = ConfigResource(ResourceType.GROUP, "committed")

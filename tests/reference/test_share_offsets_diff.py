@@ -140,8 +140,28 @@ def _script(bootstrap: str, tag: str) -> dict[str, Any]:
         out["describe_deleted"] = describe([(share, None)])
         out["alter_reset"] = alter(share, [(topic, [(0, -1)])])
         out["describe_reset"] = describe([(share, None)])
+        # A group's configs outlive DeleteGroups on Kafka 4.4 (they are cluster metadata, kept
+        # until an IncrementalAlterConfigs DELETE; also after a restart), whether the group
+        # was a share group, a classic one or never existed.
+        for group in (f"new-{tag}", classic, f"never-{tag}"):
+            out[f"configure {group}"] = send(INCREMENTAL_ALTER, 1, {
+                "validate_only": False, "resources": [{
+                    "resource_type": GROUP_RESOURCE, "resource_name": group, "configs": [
+                        {"name": "share.auto.offset.reset", "config_operation": 0,
+                         "value": "earliest"}]}]})
         out["delete_group"] = send(DELETE_GROUPS, 2, {"groups_names": [f"new-{tag}"]})
+        deleted = send(DELETE_GROUPS, 2, {"groups_names": [classic, f"never-{tag}"]})
+        out["delete_groups"] = sorted(deleted["results"], key=lambda r: r["group_id"])
         out["describe_group_deleted"] = describe([(f"new-{tag}", None)])
+        configs_after_delete = send(DESCRIBE_CONFIGS, 4, {
+            "include_synonyms": False, "include_documentation": False, "resources": [
+                {"resource_type": GROUP_RESOURCE, "resource_name": group,
+                 "configuration_keys": ["share.auto.offset.reset"]}
+                for group in (f"new-{tag}", classic, f"never-{tag}")]})
+        out["configs_after_delete"] = [
+            (r["resource_name"], r["error_code"],
+             [(e["name"], e["value"], e["config_source"]) for e in r["configs"]])
+            for r in configs_after_delete["results"]]
 
         # GROUP config resources
         def set_configs(group: str, changes: list[tuple[str, int, str | None]],

@@ -4,8 +4,10 @@ AlterConfigs and DescribeConfigs on GROUP resources (resource type 32).
 A group config overrides, for one group id, the broker default of the same setting
 (``share.record.lock.duration.ms`` over ``group.share.record.lock.duration.ms``...). The keys,
 types, bounds and error messages are Apache Kafka 4.4's ``GroupConfig``; a group config may be
-set before the group exists, and outlives it (Kafka keeps them in its metadata log; ours live in
-``group_configs.json`` in the data directory, replaced atomically).
+set before the group exists, and outlives it: Kafka keeps them in its cluster metadata, and
+DeleteGroups leaves them there (Kafka 4.4, also across a restart) until an IncrementalAlterConfigs
+DELETE removes them, so a group created again under the same id finds them. Ours live in
+``group_configs.json`` in the data directory, replaced atomically.
 
 Only keys this broker honours are accepted: the streams-group keys, the dead-letter-queue keys,
 ``share.renew.acknowledge.enable`` and the ``*.assignment.interval.ms`` keys (assignment batching,
