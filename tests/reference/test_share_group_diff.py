@@ -106,8 +106,9 @@ def _script(bootstrap: str, tag: str, version: int) -> dict[str, Any]:
                 "topics": [{"topic_id": tid, "partitions": [
                     {"partition_index": 0, "acknowledgement_batches": acks or []}]}]})
             assert answer is not None
-            return answer["error_code"], [
-                (p["partition_index"], p["error_code"], p["acknowledge_error_code"],
+            return answer["error_code"], answer["error_message"], [
+                (p["partition_index"], p["error_code"], p["error_message"],
+                 p["acknowledge_error_code"], p["acknowledge_error_message"],
                  p["acquired_records"]) for t in answer["responses"] for p in t["partitions"]]
 
         def ack(first: int, last: int, kind: int) -> list[dict[str, Any]]:
@@ -131,8 +132,9 @@ def _script(bootstrap: str, tag: str, version: int) -> dict[str, Any]:
                                              {"partition_index": 0,
                                               "acknowledgement_batches": acks}]}]})
             assert answer is not None
-            return answer["error_code"], [(p["partition_index"], p["error_code"])
-                                          for t in answer["responses"] for p in t["partitions"]]
+            return answer["error_code"], answer["error_message"], [
+                (p["partition_index"], p["error_code"], p["error_message"])
+                for t in answer["responses"] for p in t["partitions"]]
 
         out["reject_before_start"] = acknowledge(4, ack(2, 2, 3))
         out["bad_ack_type"] = acknowledge(5, ack(3, 3, 7))
@@ -186,7 +188,8 @@ def _v2_steps(c: Connection, bootstrap: str, tag: str, tid: uuid.UUID, topic: st
                 {"partition_index": 0, "acknowledgement_batches": acks or []}]}]})
         assert answer is not None
         return answer["error_code"], answer["error_message"], [
-            (p["partition_index"], p["error_code"], p["acknowledge_error_code"],
+            (p["partition_index"], p["error_code"], p["error_message"],
+             p["acknowledge_error_code"], p["acknowledge_error_message"],
              p["acquired_records"]) for t in answer["responses"] for p in t["partitions"]]
 
     def acknowledge(epoch: int, acks: list[dict[str, Any]], renew: bool,
@@ -198,8 +201,9 @@ def _v2_steps(c: Connection, bootstrap: str, tag: str, tid: uuid.UUID, topic: st
             body["is_renew_ack"] = renew
         answer = c.send(ACK, version, body)
         assert answer is not None
-        return answer["error_code"], [(p["partition_index"], p["error_code"])
-                                      for t in answer["responses"] for p in t["partitions"]]
+        return answer["error_code"], answer["error_message"], [
+            (p["partition_index"], p["error_code"], p["error_message"])
+            for t in answer["responses"] for p in t["partitions"]]
 
     def ack(first: int, last: int, *kinds: int) -> list[dict[str, Any]]:
         return [{"first_offset": first, "last_offset": last, "acknowledge_types": list(kinds)}]
@@ -239,6 +243,8 @@ def test_share_group_request_sequences_match_kafka(
     ours = _script(bundled.bootstrap, tag, version)
     for answers in (ours, theirs):
         _settle_racing_ack(answers)
+    for key in theirs:
+        assert ours.get(key) == theirs[key], key
     assert ours == theirs
 
 
@@ -252,7 +258,7 @@ def _settle_racing_ack(answers: dict[str, Any]) -> None:
         return
     error, message, partitions = step
     settled = []
-    for index, code, ack_code, acquired in partitions:
+    for index, code, message, ack_code, ack_message, acquired in partitions:
         assert ack_code in (0, 121), f"v2_after_bad_mode acknowledge error {ack_code}"
-        settled.append((index, code, "0 or 121", acquired))
+        settled.append((index, code, message, "0 or 121", "(its message)", acquired))
     answers["v2_after_bad_mode"] = (error, message, settled)

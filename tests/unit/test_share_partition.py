@@ -12,6 +12,7 @@ from streams.broker.config import BrokerConfig
 from streams.broker.groups.share_partition import (
     INVALID_RECORD_STATE,
     INVALID_REQUEST,
+    NOT_IN_CACHE,
     AckBatch,
     AcknowledgeType,
     InvalidShareConfig,
@@ -71,6 +72,25 @@ def test_acks_of_records_not_held_are_invalid_record_state_and_change_nothing() 
     assert part.acknowledge("b", [_ack(3, 3, ACCEPT)]) == 0
     assert part.acknowledge("b", [_ack(3, 3, ACCEPT)]) == INVALID_RECORD_STATE  # twice
     assert INVALID_RECORD_STATE == 121
+
+
+def test_refused_acks_carry_kafkas_messages() -> None:
+    part = _part()
+    assert part.acknowledge_explained("a", [_ack(0, 0, ACCEPT)]) == (
+        INVALID_RECORD_STATE, NOT_IN_CACHE)  # nothing in flight
+    part.acquire("a", 10, 0, 2)  # 0, 1
+    part.acquire("b", 10, 0, 2)  # 2, 3
+    assert part.acknowledge_explained("a", [_ack(2, 2, ACCEPT)]) == (
+        INVALID_RECORD_STATE, "Member is not the owner of offset")
+    assert part.acknowledge_explained("a", [_ack(6, 7, ACCEPT)]) == (
+        INVALID_REQUEST, "Batch record not found. The first offset in request is past "
+        "acquired records.")
+    assert part.acknowledge_explained("a", [_ack(1, 7, ACCEPT)]) == (
+        INVALID_REQUEST, "Batch record not found. The last offset in request is past "
+        "acquired records.")
+    assert part.acknowledge_explained("b", [_ack(3, 3, ACCEPT)]) == (0, None)
+    assert part.acknowledge_explained("b", [_ack(3, 3, ACCEPT)]) == (
+        INVALID_RECORD_STATE, "The offset cannot be acknowledged. The offset is not acquired.")
 
 
 def test_renew_restarts_the_lock_of_held_records_only() -> None:

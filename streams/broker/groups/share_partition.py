@@ -32,6 +32,14 @@ from dataclasses import dataclass, field
 from .errors import INVALID_RECORD_STATE, INVALID_REQUEST
 
 
+# Kafka 4.4's SharePartition messages for refused acknowledgements. Kafka tracks in-flight
+# batches and switches to per-offset state once a batch is partly acknowledged; ours is per
+# offset throughout, so a refused record gets Kafka's per-offset message.
+NOT_IN_CACHE = "Batch record not found. The request batch offsets are not found in the cache."
+NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
+NOT_OWNER = "Member is not the owner of offset"
+
+
 class RecordState(enum.IntEnum):
     """Kafka's ``RecordState`` ids (the ids persisted in share state batches)."""
 
@@ -208,23 +216,30 @@ class SharePartition:
     # -- acknowledging -------------------------------------------------------------------------
 
     def acknowledge(self, member_id: str, batches: Iterable[AckBatch], now_ms: int = 0) -> int:
+        """``acknowledge_explained`` without the message: 0 or Kafka's error code."""
+        return self.acknowledge_explained(member_id, batches, now_ms)[0]
+
+    def acknowledge_explained(self, member_id: str, batches: Iterable[AckBatch],
+                              now_ms: int = 0) -> tuple[int, str | None]:
         """Apply acknowledgements atomically: every offset (gaps and offsets before the start
         offset aside, as Kafka) must be ACQUIRED by ``member_id``, else nothing changes and
         INVALID_RECORD_STATE is returned (Kafka's answer for acks of records never acquired,
         already acknowledged or held by another member). RENEW keeps the record acquired with
-        a fresh lock from ``now_ms``. Returns 0 on success."""
+        a fresh lock from ``now_ms``. Returns 0 on success, else Kafka's error code and the
+        message Kafka 4.4's SharePartition gives with it (None where it gives none)."""
         todo: list[tuple[int, AcknowledgeType]] = []
         for batch in batches:
             if batch.last_offset < batch.first_offset or (
                 len(batch.types) not in (1, batch.last_offset - batch.first_offset + 1)
             ):
-                return INVALID_RECORD_STATE
+                return INVALID_RECORD_STATE, None
             if self.records and self.start_offset <= batch.first_offset and (
                 batch.last_offset >= self.end_offset
             ):
-                # Kafka: "Batch record not found. The first (last) offset in request is past
-                # acquired records." (while records are in flight; with none, 121 below)
-                return INVALID_REQUEST
+                # while records are in flight; with none, 121 below
+                which = "first" if batch.first_offset >= self.end_offset else "last"
+                return INVALID_REQUEST, (f"Batch record not found. The {which} offset in "
+                                         "request is past acquired records.")
             # Only the offsets in flight are visited: a batch may span 2**64 offsets with one
             # type (the fuzzer's hang). Before the start offset is complete (Kafka skips it);
             # past the end nothing was ever fetched, so only gaps may lie there.
@@ -234,17 +249,17 @@ class SharePartition:
                 past = batch.types if len(batch.types) == 1 else batch.types[
                     max(0, self.end_offset - batch.first_offset):]
                 if any(kind is not AcknowledgeType.GAP for kind in past):
-                    return INVALID_RECORD_STATE
+                    return INVALID_RECORD_STATE, NOT_IN_CACHE
                 last = self.end_offset - 1
             for offset in range(first, last + 1):
                 kind = batch.type_at(offset)
                 if kind is AcknowledgeType.GAP:
                     continue
                 rec = self.records.get(offset)
-                if rec is None or rec.state is not RecordState.ACQUIRED or (
-                    rec.member_id != member_id
-                ):
-                    return INVALID_RECORD_STATE
+                if rec is None or rec.state is not RecordState.ACQUIRED:
+                    return INVALID_RECORD_STATE, NOT_ACQUIRED
+                if rec.member_id != member_id:
+                    return INVALID_RECORD_STATE, NOT_OWNER
                 todo.append((offset, kind))
         for offset, kind in todo:
             rec = self.records[offset]
@@ -257,7 +272,7 @@ class SharePartition:
             else:
                 self._release(rec)
         self._advance_start()
-        return 0
+        return 0, None
 
     def release_member(self, member_id: str) -> int:
         """A member left (or its share session closed): its locks are given back now. Returns

@@ -179,19 +179,19 @@ def _ack_batches(batches: Any, renew: bool) -> list[AckBatch]:
 
 
 def _acknowledge(protocol: ShareGroupProtocol, group_id: str, member_id: str, topic: str,
-                 partition: int, batches: Any, renew: bool = False) -> int:
+                 partition: int, batches: Any, renew: bool = False) -> tuple[int, str | None]:
     """Apply one partition's acknowledgements; ``renew``: RENEW is allowed (a v2 request
-    with IsRenewAck set)."""
+    with IsRenewAck set). Returns the error code and Kafka's message for it (or None)."""
     try:
         parsed = _ack_batches(batches, renew)
     except ValueError:
-        return errors.INVALID_REQUEST
+        return errors.INVALID_REQUEST, None
     try:
         part = protocol.share_partition(group_id, topic, partition)
     except TopicError as exc:
-        return exc.code
+        return exc.code, None
     now_ms = int(asyncio.get_running_loop().time() * 1000)
-    return part.acknowledge(member_id, parsed, now_ms)
+    return part.acknowledge_explained(member_id, parsed, now_ms)
 
 
 def _check_member(broker: Broker, ctx: RequestContext, protocol: ShareGroupProtocol,
@@ -265,9 +265,9 @@ async def share_fetch(broker: Broker, ctx: RequestContext, request: Any) -> dict
                 entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
                 continue
             if p.acknowledgement_batches:
-                entry["acknowledge_error_code"] = _acknowledge(
-                    protocol, group_id, member_id, name, p.partition_index,
-                    p.acknowledgement_batches, renew)
+                entry["acknowledge_error_code"], entry["acknowledge_error_message"] = (
+                    _acknowledge(protocol, group_id, member_id, name, p.partition_index,
+                                 p.acknowledgement_batches, renew))
                 touched.add(tp)
             elif renew:  # a renewing fetch answers only the partitions it acknowledges in
                 del entries[tp]
@@ -498,9 +498,9 @@ async def share_acknowledge(broker: Broker, ctx: RequestContext, request: Any
             elif not broker.security.allowed(ctx, READ, TOPIC, name):
                 entry["error_code"] = TOPIC_AUTHORIZATION_FAILED
             else:
-                entry["error_code"] = _acknowledge(protocol, group_id, member_id, name,
-                                                   p.partition_index,
-                                                   p.acknowledgement_batches, renew)
+                entry["error_code"], entry["error_message"] = _acknowledge(
+                    protocol, group_id, member_id, name, p.partition_index,
+                    p.acknowledgement_batches, renew)
                 touched.add((name, p.partition_index))
             parts.append(entry)
         responses.append({"topic_id": topic.topic_id or _NO_TOPIC, "partitions": parts})
