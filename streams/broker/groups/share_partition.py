@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 
 from .errors import INVALID_RECORD_STATE, INVALID_REQUEST
 
-
 # Kafka 4.4's SharePartition messages for refused acknowledgements. Kafka tracks in-flight
 # batches and switches to per-offset state once a batch is partly acknowledged; ours is per
 # offset throughout, so a refused record gets Kafka's per-offset message.
