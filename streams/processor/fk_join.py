@@ -182,11 +182,16 @@ class SubscriptionSendProcessor(Processor[Any, Any]):
         new, old = record.value.new, record.value.old
         if new is None and old is None:
             return
-        new_hash = value_hash(self.value_serde.serialize(self.left_store_name, new))
-        pk = self.pk_serde.serialize(self.left_store_name, record.key)
         partition = self.context.task_id.partition
+        wrapped: list[tuple[bytes | None, bytes]] = []  # (hash, pk), made by the first send
 
         def send(fk: bytes | None, instruction: Instruction) -> None:
+            # as Kafka's SubscriptionSendProcessor, the value is hashed (serialized) only when
+            # a subscription is sent: an update that sends none never meets the value serde
+            if not wrapped:
+                wrapped.append((value_hash(self.value_serde.serialize(self.left_store_name, new)),
+                                self.pk_serde.serialize(self.left_store_name, record.key)))
+            new_hash, pk = wrapped[0]
             wrapper = SubscriptionWrapper(new_hash, instruction, pk, partition)
             self.context.forward(Record(fk, wrapper, record.timestamp, record.headers))
 
@@ -312,11 +317,16 @@ class ForeignTableJoinProcessor(Processor[Any, Any]):
         if record.key is None or not record.value.is_latest:
             return  # KIP-914: an out-of-order update of a versioned table answers nothing
         prefix = combined_prefix(self.fk_serde.serialize(self.store_name, record.key))
-        foreign = self.value_serde.serialize(self.store_name, record.value.new)
-        subscribers = [(bytes(slot), wrapper)
-                       for slot, wrapper in self.store.range(prefix, _increment(prefix))
+        subscribers = [wrapper for slot, wrapper in self.store.range(prefix, _increment(prefix))
                        if bytes(slot).startswith(prefix)]
-        for _slot, wrapper in subscribers:
+        if not subscribers:
+            return
+        # Kafka forwards the right value as it is and its response sink serializes it, so a
+        # value nobody subscribed to is never serialized (a right table whose values its
+        # serde cannot write, e.g. an unmaterialized map_values to Long under a String
+        # default, fails only once a left row subscribes to it)
+        foreign = self.value_serde.serialize(self.store_name, record.value.new)
+        for wrapper in subscribers:
             response = SubscriptionResponseWrapper(wrapper.hash, foreign,
                                                    wrapper.primary_partition)
             self.context.forward(Record(wrapper.primary_key, response, record.timestamp,
