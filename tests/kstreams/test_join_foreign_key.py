@@ -327,3 +327,29 @@ def test_left_join_delete_is_stamped_with_the_delete_time() -> None:
         assert out.read_records_to_list() == [
             TestRecord("k", "c1,null", 10), TestRecord("k", "c1,C", 39),
             TestRecord("k", None, 38)]
+
+
+def test_right_values_are_serialized_only_for_subscribers() -> None:
+    """Kafka's foreign-table processor forwards the right value as it is; the response sink
+    serializes it (with the right table's value serde, else the default). So a right table
+    whose values the default cannot write (an unmaterialized map_values to int under a String
+    default) fails only when a left row subscribes to the updated key (tests/reference case
+    fk-join-right-values-serialized-only-for-subscribers)."""
+    from streams.processor.errors import HandlerFailedError
+
+    builder = StreamsBuilder()
+    left = builder.table("left", key_serde=S, value_serde=S)
+    lengths = builder.table("right", key_serde=S, value_serde=S).map_values(len)
+    left.left_join(lengths, joiner, foreign_key_extractor=lambda v: v).to_stream().to(
+        "out", key_serde=S, value_serde=S)
+    config = {"default.key.serde": "string", "default.value.serde": "string"}
+    with TopologyTestDriver(builder.build(), config) as driver:
+        lin = driver.create_input_topic("left", S, S)
+        rin = driver.create_input_topic("right", S, S)
+        out = driver.create_output_topic("out", S, S)
+        rin.pipe_input("a", "apple", 1)  # nobody subscribes to "a": not serialized
+        lin.pipe_input("k", "b", 2)  # "b" has no right row: the left join answers null
+        rin.pipe_input("c", "cocoa", 3)
+        assert out.read_records_to_list() == [TestRecord("k", "b,null", 2)]
+        with pytest.raises(HandlerFailedError, match="string serde needs str, got int"):
+            rin.pipe_input("b", "bean", 4)  # k subscribes to "b": 4 cannot be written

@@ -160,3 +160,31 @@ def test_suppress_validation() -> None:
     with pytest.raises(ValueError):
         BufferConfig.max_records(0)
     assert Suppressed.until_time_limit(datetime.timedelta(seconds=2)).time_limit_ms == 2000
+
+
+def test_time_limit_forwards_the_value_downstream_last_saw_as_old() -> None:
+    """A key updated twice while buffered is emitted as Change(latest, value from before it
+    was buffered): a table aggregation downstream subtracts what it was given. Kafka's buffer
+    forwards the old value of the latest update instead (d, which downstream never saw), so
+    its count of cab stays 1 after a left cab; a deliberate difference
+    (docs/kafka-differences.md, composed-1127401-114)."""
+    builder = StreamsBuilder()
+    latest = (builder.stream("in", key_serde=S, value_serde=S).group_by_key()
+              .reduce(lambda agg, v: v, Materialized(key_serde=S, value_serde=S)))
+    counts = (latest.suppress(Suppressed.until_time_limit(5))
+              .group_by(lambda k, v: (v, k), key_serde=S, value_serde=S)
+              .count(Materialized("counts")))
+    counts.to_stream().to("out", key_serde=S, value_serde=Serdes.long())
+    with TopologyTestDriver(builder.build()) as driver:
+        inp = driver.create_input_topic("in", S, S)
+        out = driver.create_output_topic("out", S, Serdes.long())
+        inp.pipe_input("a", "cab", timestamp=0)
+        inp.pipe_input("b", "z", timestamp=10)  # a leaves the buffer: cab counts a
+        inp.pipe_input("a", "d", timestamp=11)
+        inp.pipe_input("a", "cocoa", timestamp=12)  # a buffered since 11, last seen as cab
+        inp.pipe_input("c", "y", timestamp=20)
+        assert out.read_records_to_list() == [
+            TestRecord("cab", 1, 0), TestRecord("z", 1, 10), TestRecord("cab", 0, 12),
+            TestRecord("cocoa", 1, 12)]
+        assert dict(driver.get_key_value_store("counts").all()) == {
+            "cab": 0, "cocoa": 1, "z": 1}

@@ -396,7 +396,7 @@ def versioned() -> list[Case]:
 
 def all_cases() -> list[Case]:
     return (stateless() + aggregations() + windows() + joins() + cogroups() + versioned()
-            + composed() + cached())
+            + composed() + cached() + serdes())
 
 
 # -- composed topologies (issue [14]): each a class the composed generator found, shrunk ------
@@ -791,4 +791,27 @@ def cached() -> list[Case]:
                                 rec("tin", "c", "bean", 43), rec("tin", "c", "aa", 43),
                                 rec("tin", "d", "x", 44), rec("tin3", "e", "dog", 45),
                                 rec("tin", "aa", "c", 46)]})
+    return cases
+
+
+# -- where Kafka serializes, with which serde (a table's value serde, else the default) -------
+
+
+def serdes() -> list[Case]:
+    """Each case has a table whose values the String default cannot write (an unmaterialized
+    map_values to Long): Kafka fails only where it serializes them, so ours must serialize at
+    the same points."""
+    cases = []
+    # composed-1127401-257: an FK join's right table is written (into the response topic)
+    # only for a key some left row subscribes to; here none does
+    ops = [op("l", "table", topic="tin2", vt="l"), op("r", "table", topic="tin3"),
+           op("len", "map_values", "r", fn="len"),
+           op("j", "join", "l", other="len", fn="concat", fk="value-as-key"),
+           op("js", "to_stream", "j"), *sink("js"),
+           op("lj", "left_join", "l", other="len", fn="concat", fk="value-as-key"),
+           op("ljs", "to_stream", "lj"), *sink("ljs", "out2")]
+    cases.append({"name": "fk-join-right-values-serialized-only-for-subscribers", "ops": ops,
+                  "input": [rec("tin3", "a", "apple", 59), rec("tin2", "k", 5, 60),
+                            rec("tin3", "c", "cocoa", 61), rec("tin2", "k", 7, 62),
+                            rec("tin3", "a", None, 63), rec("tin2", "q", 3, 64)]})
     return cases
