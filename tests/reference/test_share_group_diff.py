@@ -230,6 +230,24 @@ def _v2_steps(c: Connection, bootstrap: str, tag: str, tid: uuid.UUID, topic: st
     out["v2_bad_mode_in_session"] = fetch(14, ack(start + 1, start + 1, 1), mode=9)
     out["v2_after_bad_mode"] = fetch(15, ack(start + 1, start + 1, 1))
     out["v2_fetch_past_acquired"] = fetch(16, ack(start + 14, start + 16, 1), wait=0)
+
+    def renew_enabled(value: str) -> Any:
+        answer = c.send(INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [{
+            "resource_type": 32, "resource_name": group, "configs": [
+                {"name": "share.renew.acknowledge.enable", "config_operation": 0,
+                 "value": value}]}], "validate_only": False})
+        assert answer is not None
+        return [r["error_code"] for r in answer["responses"]]
+
+    # share.renew.acknowledge.enable=false (KIP-1222): RENEW refused, other types still taken
+    out["v2_renew_disable"] = renew_enabled("false")
+    out["v2_ack_renew_disabled"] = acknowledge(17, ack(start + 13, start + 13, 4), renew=True)
+    out["v2_fetch_renew_disabled"] = fetch(18, ack(start + 13, start + 13, 4), renew=True,
+                                           records=0)
+    out["v2_ack_renew_disabled_before_start"] = acknowledge(19, ack(start, start, 4), renew=True)
+    out["v2_renew_enable"] = renew_enabled("true")
+    out["v2_ack_renew_enabled_again"] = acknowledge(20, ack(start + 13, start + 13, 4),
+                                                    renew=True)
     out["v2_final"] = fetch(-1, ack(start, start + 9, 1), wait=0)
     return out
 

@@ -186,6 +186,8 @@ def _script(bootstrap: str, tag: str) -> dict[str, Any]:
                             ("share.session.timeout.ms", "1000"),
                             ("consumer.session.timeout.ms", "50000"),
                             ("consumer.heartbeat.interval.ms", "100"),
+                            ("share.renew.acknowledge.enable", "maybe"),
+                            ("share.renew.acknowledge.enable", "FALSE"),
                             ("no.such.key", "1")):
             out[f"set {name}={value}"] = set_configs(cfg, [(name, 0, value)])
         out["append"] = set_configs(cfg, [("share.delivery.count.limit", 2, "3")])
@@ -195,7 +197,7 @@ def _script(bootstrap: str, tag: str) -> dict[str, Any]:
         wanted = ["share.isolation.level", "share.auto.offset.reset",
                   "share.record.lock.duration.ms", "share.delivery.count.limit",
                   "share.partition.max.record.locks", "consumer.session.timeout.ms",
-                  "share.session.timeout.ms", "unknown.key"]
+                  "share.session.timeout.ms", "share.renew.acknowledge.enable", "unknown.key"]
         described_configs = send(DESCRIBE_CONFIGS, 4, {
             "include_synonyms": True, "include_documentation": False,
             "resources": [{"resource_type": GROUP_RESOURCE, "resource_name": cfg,

@@ -109,6 +109,19 @@ def test_renew_restarts_the_lock_of_held_records_only() -> None:
     assert part.records[0].state is RecordState.AVAILABLE
 
 
+def test_renew_refused_when_the_group_disables_it() -> None:
+    """share.renew.acknowledge.enable=false: RENEW of a held record is INVALID_RECORD_STATE
+    with Kafka's message and renews nothing (the lock still runs out); other types are taken."""
+    part = SharePartition(0, ShareConfig(LOCK, 3, 100, renew_acknowledge_enabled=False))
+    part.acquire("a", 2, 0, 2)  # 0, 1
+    renew = AcknowledgeType.RENEW
+    assert part.acknowledge_explained("a", [_ack(0, 1, renew)], now_ms=LOCK - 1) == (
+        INVALID_RECORD_STATE, "Renewing acquisition locks is not enabled for the group.")
+    assert part.acknowledge("a", [_ack(1, 1, ACCEPT)]) == 0
+    assert part.expire_locks(LOCK) == 1
+    assert part.records[0].state is RecordState.AVAILABLE
+
+
 def test_acks_spanning_the_whole_offset_range_answer_at_once() -> None:
     """An acknowledgement batch of one type over 2**64 offsets (first -2**63, last 2**63-1, or
     a gap from the start offset to the end of time) was walked offset by offset and hung the

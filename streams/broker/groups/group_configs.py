@@ -9,9 +9,9 @@ DeleteGroups leaves them there (Kafka 4.4, also across a restart) until an Incre
 DELETE removes them, so a group created again under the same id finds them. Ours live in
 ``group_configs.json`` in the data directory, replaced atomically.
 
-Only keys this broker honours are accepted: the streams-group keys, the dead-letter-queue keys,
-``share.renew.acknowledge.enable`` and the ``*.assignment.interval.ms`` keys (assignment batching,
-KIP-1263) are refused naming the key, rather than stored and ignored.
+Only keys this broker honours are accepted: the streams-group keys, the dead-letter-queue keys
+and the ``*.assignment.interval.ms`` keys (assignment batching, KIP-1263) are refused naming the
+key, rather than stored and ignored.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ SET, DELETE, APPEND, SUBTRACT = range(4)
 SOURCE_GROUP = 8  # GROUP_CONFIG: set on this group
 SOURCE_STATIC_BROKER = 4
 SOURCE_DEFAULT = 5
-TYPE_STRING, TYPE_INT = 2, 3
+TYPE_BOOLEAN, TYPE_STRING, TYPE_INT = 1, 2, 3
 
 # Kafka 4.4's GroupCoordinatorConfig defaults for the bounds we have no broker key for.
 CONSUMER_SESSION_BOUNDS = (45_000, 60_000)
@@ -45,8 +45,8 @@ CONSUMER_HEARTBEAT_BOUNDS = (5_000, 15_000)
 SHARE_SESSION_BOUNDS = (45_000, 60_000)
 SHARE_HEARTBEAT_BOUNDS = (5_000, 15_000)
 _DURATION = re.compile(r"^P(?:\d+D)?(?:T(?:\d+H)?(?:\d+M)?(?:\d+(?:\.\d+)?S)?)?$")
-_NOT_HONOURED = ("streams.", "errors.deadletterqueue.", "share.renew.acknowledge.enable",
-                 "consumer.assignment.interval.ms", "share.assignment.interval.ms")
+_NOT_HONOURED = ("streams.", "errors.deadletterqueue.", "consumer.assignment.interval.ms",
+                 "share.assignment.interval.ms")
 
 
 class GroupConfigError(ValueError):
@@ -112,6 +112,20 @@ def _check_isolation(config: BrokerConfig, value: str) -> str | None:
             "one of: read_committed, read_uncommitted")
 
 
+def _check_boolean(name: str) -> Callable[[BrokerConfig, str], str | None]:
+    def check(config: BrokerConfig, value: str) -> str | None:
+        if value.strip().lower() in ("true", "false"):
+            return None
+        return (f"Invalid value {value} for configuration {name}: Expected value to be either "
+                "true or false")
+    return check
+
+
+def is_true(value: str) -> bool:
+    """A BOOLEAN config's value, as Kafka's ConfigDef reads it (trimmed, any case)."""
+    return value.strip().lower() == "true"
+
+
 def _delivery_limit_bounds(config: BrokerConfig) -> tuple[int, int]:
     return 2, 10  # group.share.min/max.delivery.count.limit (Kafka 4.4's defaults)
 
@@ -144,6 +158,9 @@ KEYS: dict[str, GroupKey] = {k.name: k for k in (
     GroupKey("share.auto.offset.reset", TYPE_STRING, None, lambda c: "latest", _check_reset),
     GroupKey("share.isolation.level", TYPE_STRING, None, lambda c: "read_uncommitted",
              _check_isolation),
+    # KIP-1222: whether members may RENEW their acquisition locks (no broker key; default true).
+    GroupKey("share.renew.acknowledge.enable", TYPE_BOOLEAN, None, lambda c: "true",
+             _check_boolean("share.renew.acknowledge.enable")),
 )}
 
 
@@ -239,7 +256,10 @@ class GroupConfigs:
     def store(self, group_id: str, updated: dict[str, str]) -> None:
         """Change a group's configs in memory; the caller answers after ``await save()``."""
         if updated:
-            self.groups[group_id] = dict(updated)
+            # Kafka keeps a BOOLEAN as parsed: "FALSE" is described as "false" (4.4, probed).
+            self.groups[group_id] = {
+                name: value.strip().lower() if KEYS[name].config_type == TYPE_BOOLEAN
+                else value for name, value in updated.items()}
         else:
             self.groups.pop(group_id, None)
         self._version += 1

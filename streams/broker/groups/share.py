@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from . import errors, share_assignor
+from .group_configs import is_true
 from .group_store import decode_share, encode_share
 from .offsets_codec import SHARE_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
@@ -115,7 +116,9 @@ class ShareGroupProtocol(GroupProtocol):
         value = self.configs.int_value
         return ShareConfig(value(group_id, "share.record.lock.duration.ms"),
                            value(group_id, "share.delivery.count.limit"),
-                           value(group_id, "share.partition.max.record.locks"))
+                           value(group_id, "share.partition.max.record.locks"),
+                           is_true(self.configs.value(group_id,
+                                                      "share.renew.acknowledge.enable")))
 
     def read_committed(self, group_id: str) -> bool:
         return self.configs.value(group_id, "share.isolation.level") == "read_committed"

@@ -37,6 +37,7 @@ from .errors import INVALID_RECORD_STATE, INVALID_REQUEST
 NOT_IN_CACHE = "Batch record not found. The request batch offsets are not found in the cache."
 NOT_ACQUIRED = "The offset cannot be acknowledged. The offset is not acquired."
 NOT_OWNER = "Member is not the owner of offset"
+RENEW_DISABLED = "Renewing acquisition locks is not enabled for the group."
 
 
 class RecordState(enum.IntEnum):
@@ -81,6 +82,7 @@ class ShareConfig:
     record_lock_duration_ms: int = RECORD_LOCK_DURATION_MS_DEFAULT
     delivery_count_limit: int = DELIVERY_COUNT_LIMIT_DEFAULT
     max_record_locks: int = PARTITION_MAX_RECORD_LOCKS_DEFAULT
+    renew_acknowledge_enabled: bool = True  # share.renew.acknowledge.enable (KIP-1222)
 
     def validate(
         self,
@@ -259,6 +261,8 @@ class SharePartition:
                     return INVALID_RECORD_STATE, NOT_ACQUIRED
                 if rec.member_id != member_id:
                     return INVALID_RECORD_STATE, NOT_OWNER
+                if kind is AcknowledgeType.RENEW and not self.config.renew_acknowledge_enabled:
+                    return INVALID_RECORD_STATE, RENEW_DISABLED
                 todo.append((offset, kind))
         for offset, kind in todo:
             rec = self.records[offset]
