@@ -21,6 +21,15 @@ from aiokafka.structs import TopicPartition
 from connect.config_def import ConfigException
 from connect.mirror.config import ClusterClients
 from connect.runtime import clients
+from streams.kafka import acls
+from streams.kafka.acls import (
+    OPERATIONS,
+    PATTERN_TYPES,
+    PERMISSIONS,
+    RESOURCE_TYPES,
+    AclBinding,
+    SecurityDisabled,
+)
 
 TOPIC_ALREADY_EXISTS = 36
 DYNAMIC_TOPIC_CONFIG = 1
@@ -194,61 +203,35 @@ async def commit_group_offsets(admin: AIOKafkaAdminClient, group: str,
                               f"{for_code(code).__name__}")
 
 
-# Kafka's protocol codes (ResourceType, PatternType, AclOperation, AclPermissionType).
-TOPIC_RESOURCE, PATTERN_ANY, PATTERN_LITERAL = 2, 1, 3
-OPERATION_ANY, OPERATION_ALL, OPERATION_READ, OPERATION_WRITE = 1, 2, 3, 4
-PERMISSION_ANY, PERMISSION_ALLOW = 1, 3
-SECURITY_DISABLED = 54
-
-
-class SecurityDisabled(Exception):
-    """The cluster has no authorizer: there are no ACLs to read or write."""
-
-
-@dataclass(frozen=True)
-class AclBinding:
-    resource_type: int
-    name: str
-    pattern: int
-    principal: str
-    host: str
-    operation: int
-    permission: int
+# Kafka's protocol codes (ResourceType, PatternType, AclOperation, AclPermissionType), from the
+# one ACL helper (streams.kafka.acls) the CLI and the console use too.
+TOPIC_RESOURCE = RESOURCE_TYPES["TOPIC"]
+PATTERN_ANY, PATTERN_LITERAL = PATTERN_TYPES["ANY"], PATTERN_TYPES["LITERAL"]
+OPERATION_ANY, OPERATION_ALL = OPERATIONS["ANY"], OPERATIONS["ALL"]
+OPERATION_READ, OPERATION_WRITE = OPERATIONS["READ"], OPERATIONS["WRITE"]
+PERMISSION_ANY, PERMISSION_ALLOW = PERMISSIONS["ANY"], PERMISSIONS["ALLOW"]
 
 
 async def topic_acls(admin: AIOKafkaAdminClient) -> list[AclBinding]:
     """Every ACL on a topic (DescribeAcls); SecurityDisabled without an authorizer."""
-    from aiokafka.protocol.admin import DescribeAclsRequest
-
-    from streams.kafka.admin import send
-
-    response = await send(admin, DescribeAclsRequest(
-        TOPIC_RESOURCE, None, PATTERN_ANY, None, None, OPERATION_ANY, PERMISSION_ANY))
-    if response.error_code == SECURITY_DISABLED:
-        raise SecurityDisabled(response.error_message or "no authorizer")
-    if response.error_code:
-        raise ConfigException(f"DescribeAcls: {for_code(response.error_code).__name__}: "
-                              f"{response.error_message or ''}")
-    return [AclBinding(rtype, name, pattern, principal, host, operation, permission)
-            for rtype, name, pattern, acls in response.resources
-            for principal, host, operation, permission in acls]
+    try:
+        return await acls.describe_acls(admin, acls.AclFilter(resource_type=TOPIC_RESOURCE))
+    except SecurityDisabled as exc:
+        raise SecurityDisabled(exc.code, exc.message or "no authorizer") from None
+    except acls.AclRequestError as exc:
+        raise ConfigException(f"DescribeAcls: {for_code(exc.code).__name__}: "
+                              f"{exc.message or ''}") from None
 
 
 async def create_acls(admin: AIOKafkaAdminClient, bindings: list[AclBinding]) -> dict[
         AclBinding, str]:
     """CreateAcls, one binding per request; {binding: error} of the failures."""
-    from aiokafka.protocol.admin import CreateAclsRequest
-
-    from streams.kafka.admin import send
-
     failures = {}
     for b in bindings:
-        response = await send(admin, CreateAclsRequest(b.resource_type, b.name, b.pattern,
-                                                       b.principal, b.host, b.operation,
-                                                       b.permission))
-        code, message = response.creation_responses[0]
-        if code:
-            failures[b] = f"{for_code(code).__name__}: {message or ''}".strip()
+        try:
+            await acls.create_acl(admin, b)
+        except acls.AclRequestError as exc:
+            failures[b] = f"{for_code(exc.code).__name__}: {exc.message or ''}".strip()
     return failures
 
 

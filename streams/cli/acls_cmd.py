@@ -2,8 +2,8 @@
 kafka-acls.sh (--allow-principal/--deny-principal, --operation, --topic/--group/--cluster/
 --transactional-id, --resource-pattern-type).
 
-aiokafka ships the CreateAcls/DescribeAcls/DeleteAcls request classes but no admin methods for
-them, so the requests go through ``streams.kafka.admin.send``.
+The requests are built and read by ``streams.kafka.acls`` (aiokafka has no admin methods for
+them), as for the console and MirrorMaker 2.
 """
 
 from __future__ import annotations
@@ -11,20 +11,22 @@ from __future__ import annotations
 import argparse
 
 from aiokafka.errors import KafkaError
-from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
 
-from ..broker.security.authorizer import (
-    CLUSTER,
+from ..kafka.acls import (
     CLUSTER_NAME,
-    GROUP,
     OPERATIONS,
     PATTERN_TYPES,
     PERMISSIONS,
     RESOURCE_TYPES,
-    TOPIC,
-    TRANSACTIONAL_ID,
+    AclBinding,
+    AclFilter,
+    AclRequestError,
+    SecurityDisabled,
+    create_acl,
+    delete_acls,
+    describe_acls,
+    describe_binding,
 )
-from ..kafka.admin import send
 from .client import (
     CliError,
     add_bootstrap_argument,
@@ -35,12 +37,6 @@ from .client import (
 )
 
 PROG = "streams acls"
-_NAMES = {kind: {code: name for name, code in table.items()} for kind, table in
-          (("operation", OPERATIONS), ("resource", RESOURCE_TYPES),
-           ("pattern", PATTERN_TYPES), ("permission", PERMISSIONS))}
-
-
-SECURITY_DISABLED = 54  # Kafka's error code for ACL requests to a broker without authorizer
 
 
 async def authorization_hint(target: argparse.Namespace | str) -> str:
@@ -51,12 +47,12 @@ async def authorization_hint(target: argparse.Namespace | str) -> str:
     whether an authorizer is on (SECURITY_DISABLED when none is)."""
     try:
         async with admin_client(target) as admin:
-            response = await send(admin, DescribeAclsRequest(
-                RESOURCE_TYPES["ANY"], None, PATTERN_TYPES["ANY"], None, None, OPERATIONS["ANY"],
-                PERMISSIONS["ANY"]))
-    except (CliError, KafkaError, OSError):
+            await describe_acls(admin)
+    except SecurityDisabled:
         return ""
-    if response.error_code == SECURITY_DISABLED:
+    except AclRequestError:
+        pass  # refused otherwise (not authorized to describe ACLs): an authorizer is on
+    except (CliError, KafkaError, OSError):
         return ""
     kwargs = connection_kwargs(target)
     protocol = str(kwargs.get("security_protocol", "PLAINTEXT"))
@@ -126,21 +122,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _resource(args: argparse.Namespace) -> tuple[int, str | None]:
     if args.topic is not None:
-        return TOPIC, args.topic
+        return RESOURCE_TYPES["TOPIC"], args.topic
     if args.group is not None:
-        return GROUP, args.group
+        return RESOURCE_TYPES["GROUP"], args.group
     if args.transactional_id is not None:
-        return TRANSACTIONAL_ID, args.transactional_id
+        return RESOURCE_TYPES["TRANSACTIONAL_ID"], args.transactional_id
     if args.cluster:
-        return CLUSTER, CLUSTER_NAME
+        return RESOURCE_TYPES["CLUSTER"], CLUSTER_NAME
     return RESOURCE_TYPES["ANY"], None
-
-
-def describe(resource_type: int, name: str, pattern: int, principal: str, host: str,
-             operation: int, permission: int) -> str:
-    return (f"{_NAMES['permission'][permission]} {principal} {_NAMES['operation'][operation]} "
-            f"from host {host} on {_NAMES['resource'][resource_type]}:"
-            f"{_NAMES['pattern'][pattern]}:{name}")
 
 
 async def add_acls(args: argparse.Namespace) -> int:
@@ -153,48 +142,44 @@ async def add_acls(args: argparse.Namespace) -> int:
     async with admin_client(args) as admin:
         for principal, permission in entries:
             for operation in args.operation:
-                response = await send(admin, CreateAclsRequest(
-                    resource_type, name, pattern, principal, args.host, operation, permission))
-                code, message = response.creation_responses[0]
-                if code:
-                    raise CliError(f"cannot add ACL: {error_message(code, message)}")
-                print("added " + describe(resource_type, str(name), pattern, principal,
-                                          args.host, operation, permission))
+                binding = AclBinding(resource_type, str(name), pattern, principal, args.host,
+                                     operation, permission)
+                try:
+                    await create_acl(admin, binding)
+                except AclRequestError as exc:
+                    raise CliError("cannot add ACL: "
+                                   f"{error_message(exc.code, exc.message)}") from None
+                print("added " + describe_binding(binding))
     return 0
 
 
-def _filter(args: argparse.Namespace) -> tuple[int, str | None, int, str | None, str | None,
-                                                 int, int]:
+def _filter(args: argparse.Namespace) -> AclFilter:
     resource_type, name = _resource(args)
     pattern = PATTERN_TYPES[(args.resource_pattern_type or "any").upper()]
     permission = PERMISSIONS[(args.permission or "any").upper()]
-    return (resource_type, name, pattern, args.principal, args.host,
-            args.operation or OPERATIONS["ANY"], permission)
+    return AclFilter(resource_type, name, pattern, args.principal, args.host,
+                     args.operation or OPERATIONS["ANY"], permission)
 
 
 async def list_acls(args: argparse.Namespace) -> int:
-    async with admin_client(args) as admin:
-        response = await send(admin, DescribeAclsRequest(*_filter(args)))
-    if response.error_code:
-        raise CliError(f"cannot list ACLs: "
-                       f"{error_message(response.error_code, response.error_message)}")
-    for resource_type, name, pattern, acls in response.resources:
-        for principal, host, operation, permission in acls:
-            print(describe(resource_type, name, pattern, principal, host, operation,
-                           permission))
+    try:
+        async with admin_client(args) as admin:
+            found = await describe_acls(admin, _filter(args))
+    except AclRequestError as exc:
+        raise CliError(f"cannot list ACLs: {error_message(exc.code, exc.message)}") from None
+    for binding in found:
+        print(describe_binding(binding))
     return 0
 
 
 async def remove_acls(args: argparse.Namespace) -> int:
-    async with admin_client(args) as admin:
-        response = await send(admin, DeleteAclsRequest(*_filter(args)))
-    code, message, matching = response.filter_responses[0]
-    if code:
-        raise CliError(f"cannot remove ACLs: {error_message(code, message)}")
-    for _code, _message, resource_type, name, pattern, principal, host, operation, \
-            permission in matching:
-        print("removed " + describe(resource_type, name, pattern, principal, host, operation,
-                                    permission))
-    if not matching:
+    try:
+        async with admin_client(args) as admin:
+            removed = await delete_acls(admin, _filter(args))
+    except AclRequestError as exc:
+        raise CliError(f"cannot remove ACLs: {error_message(exc.code, exc.message)}") from None
+    for binding in removed:
+        print("removed " + describe_binding(binding))
+    if not removed:
         print("no ACL matched")
     return 0

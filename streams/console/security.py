@@ -8,29 +8,29 @@ import hashlib
 import secrets
 from typing import Any
 
-from aiokafka.protocol.admin import CreateAclsRequest, DeleteAclsRequest, DescribeAclsRequest
-
 from ..cli.client import error_message
+from ..kafka.acls import (
+    NAMES_OF,
+    OPERATIONS,
+    PATTERN_TYPES,
+    PERMISSIONS,
+    RESOURCE_TYPES,
+    AclBinding,
+    AclFilter,
+    AclRequestError,
+    SecurityDisabled,
+    create_acl,
+    delete_acls,
+    describe_acls,
+)
 from ..kafka.admin import send
 from ..kafka.requests import AlterUserScramCredentials, DescribeUserScramCredentials
 from .cluster import Cluster, ConsoleError
 
-# Kafka's codes (AclOperation, ResourceType, PatternType, AclPermissionType, ScramMechanism),
-# written here so the console, a client, loads nothing of the broker's.
-OPERATIONS = {"ANY": 1, "ALL": 2, "READ": 3, "WRITE": 4, "CREATE": 5, "DELETE": 6, "ALTER": 7,
-              "DESCRIBE": 8, "CLUSTER_ACTION": 9, "DESCRIBE_CONFIGS": 10, "ALTER_CONFIGS": 11,
-              "IDEMPOTENT_WRITE": 12, "CREATE_TOKENS": 13, "DESCRIBE_TOKENS": 14}
-RESOURCE_TYPES = {"ANY": 1, "TOPIC": 2, "GROUP": 3, "CLUSTER": 4, "TRANSACTIONAL_ID": 5,
-                  "DELEGATION_TOKEN": 6, "USER": 7}
-PATTERN_TYPES = {"ANY": 1, "MATCH": 2, "LITERAL": 3, "PREFIXED": 4}
-PERMISSIONS = {"ANY": 1, "DENY": 2, "ALLOW": 3}
+# Kafka's ScramMechanism codes (the ACL codes are streams.kafka.acls').
 MECHANISMS = {"SCRAM-SHA-256": (1, "sha256"), "SCRAM-SHA-512": (2, "sha512")}
 NAMES = {code: name for name, (code, _) in MECHANISMS.items()}
-SECURITY_DISABLED = 54  # SECURITY_DISABLED: the broker has no authorizer
 SCRAM_ITERATIONS = 4096  # Kafka's default
-NAMES_OF = {kind: {code: name for name, code in table.items()} for kind, table in
-            (("operation", OPERATIONS), ("resource", RESOURCE_TYPES),
-             ("pattern", PATTERN_TYPES), ("permission", PERMISSIONS))}
 
 
 def _code(kind: str, table: dict[str, int], value: str, allowed: tuple[str, ...]) -> int:
@@ -44,7 +44,7 @@ class Acl(dict[str, Any]):
     """One ACL binding as text fields (resource, name, pattern, principal, host, operation,
     permission): what the page shows and what its forms post back."""
 
-    def codes(self) -> tuple[int, str, int, str, str, int, int]:
+    def binding(self) -> AclBinding:
         resources = tuple(n for n in RESOURCE_TYPES if n != "ANY")
         operations = tuple(n for n in OPERATIONS if n != "ANY")
         principal = str(self.get("principal", "")).strip()
@@ -54,14 +54,15 @@ class Acl(dict[str, Any]):
         name = str(self.get("name", "")).strip()
         if not name:
             raise ConsoleError("an ACL needs a resource name (kafka-cluster for the cluster)")
-        return (_code("resource type", RESOURCE_TYPES, str(self.get("resource", "")), resources),
-                name,
-                _code("pattern type", PATTERN_TYPES, str(self.get("pattern", "literal")),
-                      ("LITERAL", "PREFIXED")),
-                principal, str(self.get("host") or "*").strip(),
-                _code("operation", OPERATIONS, str(self.get("operation", "")), operations),
-                _code("permission", PERMISSIONS, str(self.get("permission", "allow")),
-                      ("ALLOW", "DENY")))
+        return AclBinding(
+            _code("resource type", RESOURCE_TYPES, str(self.get("resource", "")), resources),
+            name,
+            _code("pattern type", PATTERN_TYPES, str(self.get("pattern", "literal")),
+                  ("LITERAL", "PREFIXED")),
+            principal, str(self.get("host") or "*").strip(),
+            _code("operation", OPERATIONS, str(self.get("operation", "")), operations),
+            _code("permission", PERMISSIONS, str(self.get("permission", "allow")),
+                  ("ALLOW", "DENY")))
 
 
 class Security:
@@ -74,36 +75,40 @@ class Security:
 
     async def acls(self) -> list[Acl] | None:
         """Every ACL, or None when the broker has no authorizer."""
-        response = await self._send(DescribeAclsRequest(
-            RESOURCE_TYPES["ANY"], None, PATTERN_TYPES["ANY"], None, None, OPERATIONS["ANY"],
-            PERMISSIONS["ANY"]))
-        if response.error_code == SECURITY_DISABLED:
+        assert self.cluster.admin is not None
+        try:
+            found = await describe_acls(self.cluster.admin)
+        except SecurityDisabled:
             return None
-        if response.error_code:
-            raise ConsoleError("cannot list ACLs: " + error_message(response.error_code,
-                                                                    response.error_message))
-        rows = [Acl(resource=NAMES_OF["resource"][rtype], name=name,
-                    pattern=NAMES_OF["pattern"][pattern], principal=principal, host=host,
-                    operation=NAMES_OF["operation"][operation],
-                    permission=NAMES_OF["permission"][permission])
-                for rtype, name, pattern, acls in response.resources
-                for principal, host, operation, permission in acls]
+        except AclRequestError as exc:
+            raise ConsoleError("cannot list ACLs: "
+                               + error_message(exc.code, exc.message)) from None
+        rows = [Acl(resource=NAMES_OF["resource"][b.resource_type], name=b.name,
+                    pattern=NAMES_OF["pattern"][b.pattern], principal=b.principal,
+                    host=b.host, operation=NAMES_OF["operation"][b.operation],
+                    permission=NAMES_OF["permission"][b.permission])
+                for b in found]
         return sorted(rows, key=lambda a: (a["resource"], a["name"], a["principal"],
                                            a["operation"], a["permission"]))
 
     async def create_acl(self, acl: Acl) -> None:
-        response = await self._send(CreateAclsRequest(*acl.codes()))
-        code, message = response.creation_responses[0]
-        if code:
-            raise ConsoleError("cannot add the ACL: " + error_message(code, message))
+        binding = acl.binding()
+        assert self.cluster.admin is not None
+        try:
+            await create_acl(self.cluster.admin, binding)
+        except AclRequestError as exc:
+            raise ConsoleError("cannot add the ACL: "
+                               + error_message(exc.code, exc.message)) from None
 
     async def delete_acl(self, acl: Acl) -> int:
         """Delete exactly this binding (a filter with every field given); how many matched."""
-        response = await self._send(DeleteAclsRequest(*acl.codes()))
-        code, message, matching = response.filter_responses[0]
-        if code:
-            raise ConsoleError("cannot delete the ACL: " + error_message(code, message))
-        return len(matching)
+        match = AclFilter.exactly(acl.binding())
+        assert self.cluster.admin is not None
+        try:
+            return len(await delete_acls(self.cluster.admin, match))
+        except AclRequestError as exc:
+            raise ConsoleError("cannot delete the ACL: "
+                               + error_message(exc.code, exc.message)) from None
 
     async def users(self) -> list[dict[str, Any]]:
         """Every SCRAM user with its mechanisms and iterations (never a credential)."""

@@ -82,7 +82,7 @@ async def acls_page(request: web.Request) -> web.Response:
 
 def _acl_from(form: Any) -> Acl:
     acl = Acl({k: str(form.get(k, "")) for k in ACL_FIELDS})
-    acl.codes()  # refuse a bad field now, before the confirmation page
+    acl.binding()  # refuse a bad field now, before the confirmation page
     return acl
 
 

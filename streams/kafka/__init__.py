@@ -18,4 +18,6 @@ CLI and console, Connect, Spark and the registry reach Kafka through this packag
   ConsumerGroupDescribe, the share-group admin requests); ``requests`` and ``group_requests`` hold
   the request formats we write ourselves. What a broker cannot answer raises
   ``admin.AdminRequestError``.
+- ``acls``: CreateAcls, DescribeAcls and DeleteAcls (Kafka's ACL codes, bindings and filters),
+  for the CLI, the console and MirrorMaker 2's ACL sync.
 """
