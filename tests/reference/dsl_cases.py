@@ -814,4 +814,24 @@ def serdes() -> list[Case]:
                   "input": [rec("tin3", "a", "apple", 59), rec("tin2", "k", 5, 60),
                             rec("tin3", "c", "cocoa", 61), rec("tin2", "k", 7, 62),
                             rec("tin3", "a", None, 63), rec("tin2", "q", 3, 64)]})
+    # ... so both fail at the same input: the first update of a subscribed key (the third)
+    ops = [op("l", "table", topic="tin2", vt="l"), op("r", "table", topic="tin3"),
+           op("len", "map_values", "r", fn="len"),
+           op("j", "join", "l", other="len", fn="concat", fk="value-as-key"),
+           op("js", "to_stream", "j"), *sink("js")]
+    cases.append({"name": "fk-join-fails-at-the-first-subscribed-right-update", "ops": ops,
+                  "input": [rec("tin2", "k", 5, 1), rec("tin3", "7", "bean", 2),
+                            rec("tin3", "5", "bean", 3), rec("tin3", "a", "apple", 4)]})
+    # a suppression buffer writes each update it takes (Kafka: at the put, with the table's
+    # serdes, else the defaults), so the first Long value to reach it fails, with and without
+    # the record cache (whose flush reaches it in the driver's commit after each input)
+    for cache in (0, 10 * 1024 * 1024):
+        ops = [op("t", "table", topic="tin", store="words"),
+               op("f", "filter", "t", fn="value-has-a"), op("len", "map_values", "f", fn="len"),
+               op("sup", "suppress", "len", time_limit=0), op("ss", "to_stream", "sup"),
+               *sink("ss"), op("ts", "to_stream", "t"), *sink("ts", "out2")]
+        cases.append({"name": f"suppress-buffer-fails-at-the-first-long-cache-{cache}",
+                      "ops": ops, "cache_bytes": cache,
+                      "input": [rec("tin", "b", "dd", 1), rec("tin", "c", None, 2),
+                                rec("tin", "b", "apple", 3), rec("tin", "c", "x", 4)]})
     return cases

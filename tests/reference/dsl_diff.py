@@ -34,8 +34,9 @@ Case = dict[str, Any]
 def normalise(answer: dict[str, Any], annotated: dict[str, Any]) -> dict[str, Any]:
     """Deliberate differences (docs/kafka-differences.md, "Streams DSL") made equal here.
 
-    Errors: only whether a side refused the case is compared, not the message (Java exception
-    text against Python's). Window and session stores: ``all()`` order is not part of Kafka's
+    Errors: whether a side refused the case, and at which input it failed (``failed_at``: -1
+    building, else the input being fed, so a serde Kafka uses only later fails later), not
+    the message (Java exception text against Python's). Window and session stores: ``all()`` order is not part of Kafka's
     API (its RocksDB window store runs key-then-start within a segment, ours start-then-key),
     so their entries are compared sorted; key-value stores keep their order (both by key bytes).
     With the record cache on, window and session stores are not compared: Kafka's caching
@@ -43,7 +44,7 @@ def normalise(answer: dict[str, Any], annotated: dict[str, Any]) -> dict[str, An
     in the cache); what the aggregations emit is compared as always.
     """
     if "error" in answer:
-        return {"error": True}
+        return {"error": True, "failed_at": answer.get("failed_at")}
     cached = bool(annotated.get("cache_bytes"))
     stores = {name: sorted(entries, key=repr) if annotated["stores"][name] != "kv" else entries
               for name, entries in answer["stores"].items()
@@ -64,9 +65,9 @@ def compare(case: Case, runner: KafkaStreamsRunner) -> tuple[dict[str, Any], dic
 
 def describe(case: Case, kafka: dict[str, Any], ours: dict[str, Any]) -> str:
     lines = [f"case {case.get('name')}: {json.dumps(case)}"]
-    for part in ("error", "outputs", "stores"):
+    for part in ("error", "failed_at", "outputs", "stores"):
         theirs, mine = kafka.get(part), ours.get(part)
-        if part == "error" or not isinstance(theirs, dict) or not isinstance(mine, dict):
+        if part in ("error", "failed_at") or not isinstance(theirs, dict) or not isinstance(mine, dict):
             if theirs != mine:
                 lines.append(f"  {part}: kafka={theirs!r}\n  {' ' * len(part)}  ours ={mine!r}")
             continue

@@ -352,15 +352,18 @@ def state_root() -> str | None:
 
 
 def run_ours(annotated: dict[str, Any]) -> dict[str, Any]:
-    """Outputs and final store contents, in TopologyRunner.java's answer shape."""
+    """Outputs and final store contents, in TopologyRunner.java's answer shape; on an error,
+    its message and ``failed_at``, the index of the input being fed (-1 while building, the
+    input count once all were fed)."""
     state_dir = tempfile.mkdtemp(prefix="dsl-diff-", dir=state_root())
+    feeding = [-1]
     try:
         config = dict(config_of(annotated), **{"state.dir": state_dir})
         topology = _Builder(annotated).builder.build(config)
         with TopologyTestDriver(topology, config, initial_wall_clock_time=0) as driver:
-            return _drive(driver, annotated)
+            return _drive(driver, annotated, feeding)
     except Exception as exc:  # noqa: BLE001 - a refused topology is an answer to compare
-        return {"error": f"{type(exc).__name__}: {exc}"}
+        return {"error": f"{type(exc).__name__}: {exc}", "failed_at": feeding[0]}
     finally:
         shutil.rmtree(state_dir, ignore_errors=True)
 
@@ -382,15 +385,18 @@ def _source_types(annotated: dict[str, Any]) -> dict[str, str]:
             if op["op"] in ("stream", "table", "global_table")}
 
 
-def _drive(driver: TopologyTestDriver, annotated: dict[str, Any]) -> dict[str, Any]:
+def _drive(driver: TopologyTestDriver, annotated: dict[str, Any],
+           feeding: list[int]) -> dict[str, Any]:
     inputs = {topic: driver.create_input_topic(topic, Serdes.string(), serde(vt))
               for topic, vt in _source_types(annotated).items()}
-    for record in annotated["input"]:
+    for index, record in enumerate(annotated["input"]):
+        feeding[0] = index
         if "wall" in record:
             driver.advance_wall_clock_time(record["wall"])
             continue
         inputs[record["topic"]].pipe_input(record.get("key"), record.get("value"),
                                            timestamp=record["ts"])
+    feeding[0] = len(annotated["input"])
     outputs = {}
     for topic, vt in annotated["outputs"].items():
         out = driver.create_output_topic(topic, Serdes.string(), serde(vt))

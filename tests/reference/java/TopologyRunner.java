@@ -41,6 +41,9 @@ public final class TopologyRunner {
     // and one below it per case: a driver whose close failed (a case Kafka refuses mid-flush)
     // keeps its RocksDB locks, which would fail every later case in the same directory
     static long caseCount;
+    // which of the case's inputs was being fed when it failed: -1 while building the topology
+    // and the driver, the input count once all were fed (reading the outputs, closing)
+    static int feeding;
 
     public static void main(String[] args) throws Exception {
         PrintStream answers = new PrintStream(new FileOutputStream(FileDescriptor.out), true, "UTF-8");
@@ -63,6 +66,7 @@ public final class TopologyRunner {
                 StringBuilder why = new StringBuilder(t.toString());
                 for (Throwable c = t.getCause(); c != null; c = c.getCause()) why.append(" <- ").append(c);
                 answer.put("error", why.toString());
+                answer.put("failed_at", feeding);
             }
             answers.println(JSON.writeValueAsString(answer));
         }
@@ -381,6 +385,7 @@ public final class TopologyRunner {
     static JsonNode json(Object v) { return JSON.valueToTree(v); }
 
     static ObjectNode run(JsonNode c) throws Exception {
+        feeding = -1;
         Properties props = new Properties();
         props.put("application.id", c.path("application_id").asText("dsl-diff"));
         props.put("bootstrap.servers", "localhost:9091");
@@ -409,12 +414,14 @@ public final class TopologyRunner {
             for (Map.Entry<String, String> e : sourceTypes.entrySet())
                 inputs.put(e.getKey(), d.createInputTopic(e.getKey(), Serdes.String().serializer(), serde(e.getValue()).serializer()));
             for (JsonNode r : c.get("input")) {
+                feeding++;
                 if (r.has("wall")) { d.advanceWallClockTime(Duration.ofMillis(r.get("wall").asLong())); continue; }
                 JsonNode v = r.get("value");
                 Object value = v == null || v.isNull() ? null : v.isNumber() ? (Object) v.asLong() : v.asText();
                 JsonNode k = r.get("key");
                 inputs.get(r.get("topic").asText()).pipeInput(k == null || k.isNull() ? null : k.asText(), value, r.get("ts").asLong());
             }
+            feeding = c.get("input").size();
             ObjectNode outputs = answer.putObject("outputs");
             c.get("outputs").fields().forEachRemaining(e -> {
                 ArrayNode list = outputs.putArray(e.getKey());
