@@ -44,6 +44,13 @@ test-cluster: $(VENV)/.installed kafka-reference
 	$(PY) -m pytest -q -rfE --kafka=cluster tests/runtime/test_cluster_runtime.py \
 		tests/faults/test_faults.py -k "cluster or pauses_while_input"
 
+# The at_least_once membership lease outside the commit path (tests/faults/lease_suite.py): the
+# pause scenario with app0 stalled right after an iteration handed its output to the producer
+# (about a minute), so apart from `make test`, whose CI stall test stalls inside the commit.
+.PHONY: test-lease
+test-lease: $(VENV)/.installed
+	$(PY) -m pytest -q -rfE tests/faults/lease_suite.py
+
 # Apache Kafka's own Connect 4.3.1 (standalone and distributed, FileStream connectors, SIGKILL and
 # rejoin) and its MirrorMaker 2 (between two of our brokers) against our broker: about 4 minutes,
 # so not part of `make test`. Jars from Maven Central into .reference/connect-libs/ (once; pinned

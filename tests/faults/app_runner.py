@@ -53,12 +53,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--stall-s", type=float, default=None,
                         help="stand still this long inside the first at_least_once commit "
                              "after <state-dir>.stall exists (commit_stall.py)")
+    parser.add_argument("--stall-at", choices=["commit", "iteration"], default="commit",
+                        help="where --stall-s stands still: inside a commit, or right after a "
+                             "regular loop iteration handed its output to the producer")
     args = parser.parse_args(argv)
     if args.stall_s is not None:
         from pathlib import Path
 
         from .commit_stall import install
-        install(Path(f"{args.state_dir}.stall"), args.stall_s)
+        install(Path(f"{args.state_dir}.stall"), args.stall_s, args.stall_at)
     # FAULTS_APP_LOG_LEVEL=INFO (or DEBUG) when diagnosing a failing seed
     level = os.environ.get("FAULTS_APP_LOG_LEVEL", "WARNING").upper()
     logging.basicConfig(level=level, stream=sys.stderr,

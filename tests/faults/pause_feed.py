@@ -73,6 +73,11 @@ class PausePlan:
     # only (exactly_once_v2 has no such check).
     stall_first: bool = False
     framework: str = "ours"  # or "kafka-streams" (kstreams_app.py)
+    # Where the first pause stalls (commit_stall.py): "commit" (above), or "iteration": right
+    # after a regular loop iteration handed its output to the producer, outside the commit
+    # (with the cache off, store updates go out that way).
+    stall_at: str = "commit"
+    commit_ms: int | None = None  # commit.interval.ms (None: Kafka's default for the guarantee)
 
     def describe(self) -> str:
         return (("" if self.framework == "ours" else f"{self.framework} ")
@@ -80,8 +85,11 @@ class PausePlan:
                 f"{self.hold_s:g}s{'' if self.settle else ' back to back'}, {self.batch} "
                 f"records every {self.interval_s:g}s over {self.keys} keys, "
                 f"cache={self.cache_bytes} max.poll.records={self.max_poll_records}"
+                + (f" commit.interval.ms={self.commit_ms}" if self.commit_ms else "")
                 + (f" (at most {self.total})" if self.total else "")
-                + (" first pause inside a commit" if self.stall_first else ""))
+                + ((" first pause inside a commit" if self.stall_at == "commit" else
+                    " first pause right after an iteration's hand-over to the producer")
+                   if self.stall_first else ""))
 
 
 @dataclass
@@ -212,13 +220,17 @@ def run_pause_feed(plan: PausePlan, workdir: Path, kafka: str = "bundled") -> Pa
     workdir.mkdir(parents=True, exist_ok=True)
     if plan.stall_first and plan.guarantee != "at_least_once":
         raise ValueError("stall_first: the stall sits in the at_least_once commit")
+    if plan.commit_ms is not None and plan.framework != "ours":
+        raise ValueError("commit_ms: the Kafka Streams instances keep Kafka's default")
     if plan.stall_first and plan.framework != "ours":
         raise ValueError("stall_first: the stall is a hook in our runtime's commit")
     app_args = ["--scenario", SCENARIO, "--guarantee", plan.guarantee,
                 "--record-delay-ms", "0", "--cache-bytes", str(plan.cache_bytes),
                 "--max-poll-records", str(plan.max_poll_records)]
     if plan.stall_first:
-        app_args += ["--stall-s", str(plan.hold_s)]
+        app_args += ["--stall-s", str(plan.hold_s), "--stall-at", plan.stall_at]
+    if plan.commit_ms is not None:
+        app_args += ["--commit-ms", str(plan.commit_ms)]
     java = kstreams_app.prepare() if plan.framework == "kafka-streams" else None
     cluster = Cluster(workdir, app_args, kafka)
     group = f"faults-{SCENARIO}"
@@ -344,14 +356,15 @@ def _hold(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
 
 
 def _stall(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
-    """Make ``instance`` stand still for ``hold_s`` inside its next commit, right after the
-    membership check (commit_stall.py), while the feed goes on. Returns STALL_OVERLAP_S before
+    """Make ``instance`` stand still for ``hold_s`` at the plan's stall point (inside its next
+    commit, right after the membership check, or right after its next iteration's hand-over
+    to the producer: commit_stall.py), while the feed goes on. Returns STALL_OVERLAP_S before
     the stall ends, so the next instance is paused before the stalled one resumes: nothing
     rewrites what the stalled one sends on resuming (the failing SIGSTOP runs were back to
     back too)."""
     Path(f"{instance.state_dir}.stall").touch()
     wait_until(lambda: "STALL begin" in instance.current_output(), timeout=60,
-               interval=0.02, message=f"{instance.name} stalls in a commit")
+               interval=0.02, message=f"{instance.name} stalls ({plan.stall_at})")
     time.sleep(max(0.0, plan.hold_s - STALL_OVERLAP_S))  # the schedule: the stall goes on
 
 
@@ -379,17 +392,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=int, default=10 * 1024 * 1024,
                         help="statestore.cache.max.bytes")
     parser.add_argument("--max-poll-records", type=int, default=1000)
+    parser.add_argument("--commit-ms", type=int, default=None, help="commit.interval.ms")
     parser.add_argument("--keep", action="store_true", help="keep passing runs' directories")
     parser.add_argument("--stall-first", action="store_true",
                         help="at_least_once: the first pause is a stall inside a commit, right "
                              "after its membership check (commit_stall.py)")
+    parser.add_argument("--stall-at", choices=("commit", "iteration"), default="commit",
+                        help="with --stall-first: stall inside a commit, or right after a "
+                             "regular iteration handed its output to the producer")
     args = parser.parse_args(argv)
     failed = 0
     for i in range(args.runs):
         plan = PausePlan(args.seed + i, args.keys, args.batch, args.interval, args.rounds,
                          args.hold, args.gap, args.guarantee, args.total,
                          not args.no_settle, args.cache, args.max_poll_records,
-                         args.stall_first, args.framework)
+                         args.stall_first, args.framework, args.stall_at, args.commit_ms)
         workdir = Path(tempfile.mkdtemp(prefix=f"pause-feed-{plan.seed}-"))
         result = run_pause_feed(plan, workdir, args.kafka)
         print(f"run {i + 1}/{args.runs}: {result.report()}", flush=True)
