@@ -11,9 +11,9 @@ member's generation- or epoch-fenced commits keep working after a coordinator re
   version 3) whose value is our own JSON document (group and assignment epochs, each member's
   epochs, subscription and assignment, the target assignment), not Kafka's ten record types;
   written whenever the group changed, before the member's answer.
-* KIP-932 share groups: likewise under Kafka's ShareGroupMetadataKey (key version 11), our
-  JSON: the group epoch and each member's epoch and subscription (share-partition state has
-  its own topic, ``__share_group_state``).
+* KIP-932 share groups are written as Kafka's own record types (``share_records``); the JSON
+  document under Kafka's ShareGroupMetadataKey (key version 11) that brokers before that wrote
+  is still read here (``decode_share``), and rewritten as Kafka's records at start.
 """
 
 from __future__ import annotations
@@ -151,8 +151,9 @@ def decode_consumer(group_id: str, data: bytes, now: float) -> ConsumerGroup:
 
 
 def encode_share(group: ShareGroup) -> bytes:
-    """A share group's membership (KIP-932): the group epoch, each member's epoch and
-    subscription, and the assignment; share sessions are not kept (clients open new ones)."""
+    """The former JSON record of a share group's membership (the group epoch, each member's
+    epoch and subscription, and the assignment); no longer written by the broker, kept so the
+    upgrade from it can be tested."""
     document = {
         "epoch": group.epoch,
         "members": [{"member_id": m.member_id, "epoch": m.epoch,

@@ -30,8 +30,11 @@ from .offsets_codec import (
     CONSUMER_GROUP_KEY_VERSION,
     GROUP_METADATA_KEY_VERSION,
     SHARE_GROUP_KEY_VERSION,
+    SHARE_GROUP_TARGET_KEY_VERSION,
+    SHARE_MEMBER_KEY_VERSIONS,
     CorruptOffsetRecord,
     GroupKey,
+    MemberGroupKey,
     OffsetAndMetadata,
     OffsetKey,
     TypedGroupKey,
@@ -73,6 +76,11 @@ class OffsetStore:
         self.group_records: dict[int, dict[str, tuple[int, bytes]]] = {
             v: {} for v in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_KEY_VERSION,
                             SHARE_GROUP_KEY_VERSION)}
+        # A share group's other records (groups/share_records.py), as replayed: the target
+        # assignment metadata by group, and the per-member ones by key version, group, member.
+        self.share_target_records: dict[str, bytes] = {}
+        self.member_records: dict[int, dict[str, dict[str, bytes]]] = {
+            v: {} for v in SHARE_MEMBER_KEY_VERSIONS}
 
     # -- topic --------------------------------------------------------------------------------
 
@@ -172,6 +180,12 @@ class OffsetStore:
         key = encode_group_key(group_id, key_version)
         self._append(group_id, build_batch([Record(key, value, _now())]))
 
+    def write_records(self, group_id: str, records: list[tuple[bytes, bytes | None]]) -> None:
+        """Append several records of one group (keys already encoded; None: a tombstone) in
+        one batch, written through to the file at once (as ``write_group_record``)."""
+        self._append(group_id, build_batch([Record(key, value, _now())
+                                            for key, value in records]))
+
     async def flush_group(self, group_id: str) -> None:
         plog = self._log_for(group_id)
         await plog.flush_to(plog.next_offset)
@@ -253,6 +267,19 @@ class OffsetStore:
         if record.key is None:
             return
         key = decode_key(record.key)
+        if isinstance(key, MemberGroupKey):
+            members = self.member_records[key.version].setdefault(key.group_id, {})
+            if record.value is None:
+                members.pop(key.member_id, None)
+            else:
+                members[key.member_id] = record.value
+            return
+        if isinstance(key, TypedGroupKey) and key.version == SHARE_GROUP_TARGET_KEY_VERSION:
+            if record.value is None:
+                self.share_target_records.pop(key.group_id, None)
+            else:
+                self.share_target_records[key.group_id] = record.value
+            return
         if isinstance(key, GroupKey | TypedGroupKey):
             # (A deleted group's offsets have tombstones of their own.)
             records = self.group_records[key.version if isinstance(key, TypedGroupKey)

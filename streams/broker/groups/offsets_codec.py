@@ -17,6 +17,10 @@ OFFSET_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 CONSUMER_GROUP_KEY_VERSION = 3  # Kafka's ConsumerGroupMetadataKey
 SHARE_GROUP_KEY_VERSION = 11  # Kafka's ShareGroupMetadataKey
+SHARE_GROUP_TARGET_KEY_VERSION = 12  # Kafka's ShareGroupTargetAssignmentMetadataKey
+# Kafka's ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMemberKey and
+# ShareGroupCurrentMemberAssignmentKey: keyed by group and member id (groups/share_records.py)
+SHARE_MEMBER_KEY_VERSIONS = (10, 13, 14)
 OFFSET_VALUE_VERSION = 3
 NO_LEADER_EPOCH = -1
 
@@ -45,6 +49,15 @@ class TypedGroupKey:
     (values: group_store)."""
 
     group_id: str
+    version: int
+
+
+@dataclass(slots=True, frozen=True)
+class MemberGroupKey:
+    """Key of one member's record of a share group (versions 10, 13, 14)."""
+
+    group_id: str
+    member_id: str
     version: int
 
 
@@ -133,7 +146,7 @@ def encode_offset_value(value: OffsetAndMetadata) -> bytes:
     return bytes(out)
 
 
-def decode_key(data: bytes) -> OffsetKey | GroupKey | TypedGroupKey | None:
+def decode_key(data: bytes) -> OffsetKey | GroupKey | TypedGroupKey | MemberGroupKey | None:
     """Parse a key; None for record types we do not track."""
     reader = _Reader(data)
     version = reader.i16()
@@ -141,8 +154,11 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | TypedGroupKey | None:
         return OffsetKey(reader.string(), reader.string(), reader.i32())
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupKey(reader.string())
-    if version in (CONSUMER_GROUP_KEY_VERSION, SHARE_GROUP_KEY_VERSION):
+    if version in (CONSUMER_GROUP_KEY_VERSION, SHARE_GROUP_KEY_VERSION,
+                   SHARE_GROUP_TARGET_KEY_VERSION):
         return TypedGroupKey(reader.string(), version)
+    if version in SHARE_MEMBER_KEY_VERSIONS:
+        return MemberGroupKey(reader.string(), reader.string(), version)
     return None
 
 

@@ -20,13 +20,14 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import errors, share_assignor
+from . import errors, share_assignor, share_records
 from .group_configs import is_true
-from .group_store import decode_share, encode_share
+from .group_store import decode_share
 from .offsets_codec import SHARE_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
 from .share_partition import ShareConfig, SharePartition
@@ -56,6 +57,7 @@ class ShareMember:
     client_id: str = ""
     client_host: str = ""
     rack_id: str | None = None
+    previous_epoch: int = 0  # the epoch before the last bump (ShareGroupCurrentMemberAssignment)
 
 
 @dataclass(slots=True)
@@ -109,7 +111,8 @@ class ShareGroupProtocol(GroupProtocol):
         self.unsaved: set[ShareKey] = set()  # initialized, not yet in __share_group_state
         self.topic_ids: dict[ShareKey, str | None] = {}  # the topic each partition is of
         self.configs = coordinator.configs
-        self._written: dict[str, bytes] = {}  # each group's last membership record
+        # each group's records as last written (share_records): {key: value}
+        self._written: dict[str, dict[bytes, bytes]] = {}
 
     def config_for(self, group_id: str) -> ShareConfig:
         """The share settings of one group: its group configs over the broker's group.share.*"""
@@ -151,29 +154,86 @@ class ShareGroupProtocol(GroupProtocol):
         self.state.load()
         offsets = self.coordinator.offsets
         now = self.coordinator._now()
+        upgraded = []
         for group_id, (_, value) in offsets.group_records[SHARE_GROUP_KEY_VERSION].items():
             if offsets.latest_group_record(group_id) != SHARE_GROUP_KEY_VERSION:
                 continue
             try:
-                self.groups[group_id] = decode_share(group_id, value, now)
-            except CorruptOffsetRecord as exc:
+                if value[:1] == b"{":  # our JSON record, before Kafka's record types
+                    self.groups[group_id] = decode_share(group_id, value, now)
+                    self._written[group_id] = {share_records.group_key(
+                        share_records.GROUP_METADATA, group_id): value}
+                    upgraded.append(group_id)
+                    continue
+                self.groups[group_id] = self._load_records(group_id, value, now)
+            except (CorruptOffsetRecord, UnicodeDecodeError) as exc:
                 log.warning("share group %s: %s; starting it afresh", group_id, exc)
                 continue
-            self._written[group_id] = value
+        for group_id in upgraded:  # rewritten as Kafka's records
+            self.persist_membership(group_id)
         for key in self.state.snapshots:
             self.groups.setdefault(key.group_id, ShareGroup(key.group_id))
 
+    def _load_records(self, group_id: str, metadata: bytes, now: float) -> ShareGroup:
+        """A share group from its Kafka records (share_records), sessions restarting now."""
+        offsets = self.coordinator.offsets
+        gkey, mkey = share_records.group_key, share_records.member_key
+        group_values = {share_records.GROUP_METADATA: metadata}
+        written = {gkey(share_records.GROUP_METADATA, group_id): metadata}
+        target = offsets.share_target_records.get(group_id)
+        if target is not None:
+            group_values[share_records.TARGET_ASSIGNMENT_METADATA] = target
+            written[gkey(share_records.TARGET_ASSIGNMENT_METADATA, group_id)] = target
+        member_values = {}
+        for version, groups in offsets.member_records.items():
+            member_values[version] = dict(groups.get(group_id, {}))
+            for member_id, value in member_values[version].items():
+                written[mkey(version, group_id, member_id)] = value
+        names = {t.topic_id: t.name for t in self.topics.topics.values()}
+        loaded = share_records.decode(group_id, group_values, member_values, names.get)
+        group = ShareGroup(group_id, loaded.epoch)
+        for m in loaded.members.values():
+            group.members[m.member_id] = ShareMember(
+                m.member_id, m.epoch, m.subscribed, now, m.client_id, m.client_host, m.rack_id,
+                m.previous_epoch)
+            group.assignment[m.member_id] = set(m.target)
+        self._written[group_id] = written
+        return group
+
+    def _records(self, group: ShareGroup) -> dict[bytes, bytes]:
+        def topic_id(name: str) -> uuid.UUID | None:
+            topic = self.topics.topics.get(name)
+            return None if topic is None else topic.topic_id
+
+        members = {}
+        for m in group.members.values():
+            assigned = set(group.assignment.get(m.member_id, ()))
+            members[m.member_id] = share_records.MemberRecord(
+                m.member_id, m.epoch, m.previous_epoch, m.subscribed, m.client_id,
+                m.client_host, m.rack_id, assigned, assigned)
+        return share_records.encode(share_records.GroupRecords(
+            group.group_id, group.epoch, group.epoch, members), topic_id)
+
     def persist_membership(self, group_id: str) -> None:
-        """Write the group's membership record if it changed (before the member's answer)."""
+        """Write the group's records that changed, and tombstones for those of members gone,
+        in one batch (before the member's answer); the group's ShareGroupMetadata record goes
+        last in every batch, so it stays the group's latest record at the next start."""
         group = self.groups.get(group_id)
-        value = None if group is None else encode_share(group)
-        if value == self._written.get(group_id):
+        wanted = {} if group is None else self._records(group)
+        written = self._written.get(group_id, {})
+        changes: list[tuple[bytes, bytes | None]] = [
+            (key, value) for key, value in wanted.items() if written.get(key) != value]
+        changes += [(key, None) for key in written if key not in wanted]
+        if not changes:
             return
-        self.coordinator.offsets.write_group_record(group_id, SHARE_GROUP_KEY_VERSION, value)
-        if value is None:
-            self._written.pop(group_id, None)
+        metadata = share_records.group_key(share_records.GROUP_METADATA, group_id)
+        changes = [c for c in changes if c[0] != metadata]
+        changes.append((metadata, wanted.get(metadata)))
+        self.coordinator.offsets.write_records(group_id, changes)
+        if wanted:
+            self._written[group_id] = wanted
         else:
-            self._written[group_id] = value
+            self._written.pop(group_id, None)
 
     def tick(self, now: float) -> None:
         for group in self.groups.values():
@@ -256,7 +316,7 @@ class ShareGroupProtocol(GroupProtocol):
             group.epoch += 1
         self._reassign(group)
         if member.epoch != group.epoch:
-            member.epoch = group.epoch
+            member.previous_epoch, member.epoch = member.epoch, group.epoch
         assignment = self.assignment(group, member)
         for topic, partitions in assignment.items():  # Kafka initializes on assignment
             for partition in partitions:
