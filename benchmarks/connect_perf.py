@@ -30,17 +30,31 @@ round (fresh topics each round, median of the rounds reported):
 * **source, exactly-once**: the same DataGen connector on a distributed worker with
   ``exactly.once.source.support=enabled`` (KIP-618: a transaction per ``poll()`` batch holding the
   records and their source offsets), timed from the POST until a ``read_committed`` consumer has
-  counted N records; its "plain" column is the at-least-once worker's source figure of the same
-  round, so its ratio is exactly-once / at-least-once.
+  counted N records. It is shown twice: against the standalone worker's at-least-once figure of
+  the same round (``EOS / ALOS standalone``, the row the target is judged on: the least
+  flattering comparison, since a standalone worker reads no internal topics), and against
+  **source, at least once on a distributed worker** (``EOS / ALOS distrib.``: a second
+  distributed worker with the same config but ``exactly.once.source.support=disabled``, timed
+  the same way, so the ratio is the cost of the transactions alone). ``ALOS distrib. /
+  standalone`` is what the distributed worker itself costs an at-least-once source. The
+  distributed workers take turns going first in each round.
 
 It prints a table (median records/s of each, the median of the per-round worker/plain ratios, CPU
-of the worker process) and checks the target: worker >= 0.8x plain for every path, the
-exactly-once source >= 0.8x the at-least-once one (``pass``/``short``). ``--profile PREFIX`` attaches ``py-spy record --format raw`` to the worker
-during each path (``pip install py-spy``).
+of the worker process as a share of the wall time and in CPU seconds per 100,000 records, from
+/proc/PID/stat utime+stime: far less noisy than wall time on a shared machine) and checks the
+target: worker >= 0.8x plain for every path, the exactly-once source >= 0.8x the standalone
+at-least-once one (``pass``/``short``; the rows marked ``-`` explain, they have no target). Each
+source line of the round also gives our broker's CPU per 100,000 records over the same clock.
+``--profile PREFIX`` attaches ``py-spy record --gil --format raw`` (samples of the thread
+holding the GIL: where the CPU goes, not where the worker waits) to the worker of each path,
+the distributed ones too (``PREFIX-source-0.txt``, ``-dist-0``, ``-eos-0``, ``-sink-0``, ...;
+``pip install py-spy``).
 
-``--before-tree DIR`` starts a second exactly-once worker from another checkout (a ``git archive``
-of an older commit) and runs its DataGen row in the same rounds, the two in turn, each against
-the same round's at-least-once figure: a before/after under the same machine state.
+``--before-tree DIR`` starts a second exactly-once worker and a second standalone worker from
+another checkout (a ``git archive`` of an older commit) and runs their DataGen rows in the same
+rounds: ``EOS --before-tree / ALOS st.`` compares the older exactly-once worker with this
+tree's standalone one, ``the same, both --before-tree`` gives the older tree's own ratio (its
+exactly-once worker against its standalone one), a before/after under the same machine state.
 
 ``--kafka`` runs every row a second time with Apache Kafka 4.4 as the broker (one KRaft node as
 tests/reference/kafka.py starts it; needs java), fresh workers, and prints a second table: the
@@ -103,6 +117,7 @@ class Figure:
     records: int
     seconds: float
     cpu_s: float = 0.0  # CPU of the process doing the work (worker, or this one for plain)
+    broker_cpu_s: float = 0.0  # our broker's CPU over the same clock (0 on Apache Kafka)
     error: str | None = None
 
     @property
@@ -163,22 +178,28 @@ def rest(url: str, method: str = "GET", body: Any = None) -> Any:
     return json.loads(raw) if raw else None
 
 
-async def start_worker(procs: Processes, work: Path, bootstrap: str
+async def start_worker(procs: Processes, work: Path, bootstrap: str, tree: Path | None = None
                        ) -> tuple[str, subprocess.Popen[bytes]]:
+    """The standalone worker; ``tree``: run it from that checkout instead (--before-tree)."""
     port = free_port()
-    props = work / "worker.properties"
+    name = "worker" if tree is None else "worker-before"
+    props = work / f"{name}.properties"
     props.write_text("\n".join([
         f"bootstrap.servers={bootstrap}",
         f"listeners=http://127.0.0.1:{port}",
-        f"offset.storage.file.filename={work / 'offsets.json'}",
+        f"offset.storage.file.filename={work / f'{name}-offsets.json'}",
         "key.converter=org.apache.kafka.connect.storage.StringConverter",
         "value.converter=org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable=false",
         "offset.flush.interval.ms=10000",
     ]) + "\n")
-    log_path = work / "worker.log"
+    log_path = work / f"{name}.log"
+    env = repo_env()
+    if tree is not None:
+        env["env"]["PYTHONPATH"] = str(tree)
+        env["cwd"] = str(tree)
     proc = procs.start([sys.executable, "-m", "streams.cli.main", "connect", "standalone",
-                        str(props)], log_path, **repo_env())
+                        str(props)], log_path, **env)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -193,11 +214,14 @@ async def start_worker(procs: Processes, work: Path, bootstrap: str
 
 
 async def start_eos_worker(procs: Processes, work: Path, bootstrap: str,
-                           tree: Path | None = None) -> tuple[str, subprocess.Popen[bytes]]:
+                           tree: Path | None = None, exactly_once: bool = True
+                           ) -> tuple[str, subprocess.Popen[bytes]]:
     """A distributed worker (exactly-once sources need one) with the standalone one's converters;
-    ``tree``: run the worker from that checkout instead of this one (--before-tree)."""
+    ``tree``: run the worker from that checkout instead of this one (--before-tree);
+    ``exactly_once=False``: the same worker with ``exactly.once.source.support=disabled`` (the
+    at-least-once row on a distributed worker, like with like for the exactly-once one)."""
     port = free_port()
-    name = "bench-eos" if tree is None else "bench-eos-before"
+    name = ("bench-eos" if tree is None else "bench-eos-before") if exactly_once else "bench-dist"
     props = work / f"{name}.properties"
     props.write_text("\n".join([
         f"bootstrap.servers={bootstrap}",
@@ -206,7 +230,7 @@ async def start_eos_worker(procs: Processes, work: Path, bootstrap: str,
         f"offset.storage.topic={name}-offsets", f"status.storage.topic={name}-status",
         "config.storage.replication.factor=1", "offset.storage.replication.factor=1",
         "status.storage.replication.factor=1",
-        "exactly.once.source.support=enabled",
+        f"exactly.once.source.support={'enabled' if exactly_once else 'disabled'}",
         "key.converter=org.apache.kafka.connect.storage.StringConverter",
         "value.converter=org.apache.kafka.connect.json.JsonConverter",
         "value.converter.schemas.enable=false",
@@ -417,19 +441,21 @@ async def worker_sink(url: str, topic: str, n: int, path: Path, pid: int, name: 
 
 
 class Profiler:
-    """``py-spy record`` attached to the worker for one path (--profile PREFIX)."""
+    """``py-spy record`` attached to the worker of one path (--profile PREFIX): the standalone
+    worker for ``source-*``/``sink-*``, the distributed ones for ``dist-*``, ``eos-*`` and
+    ``eos_before-*``."""
 
-    def __init__(self, procs: Processes, prefix: str | None, pid: int, work: Path) -> None:
-        self.procs, self.prefix, self.pid, self.work = procs, prefix, pid, work
+    def __init__(self, procs: Processes, prefix: str | None, work: Path) -> None:
+        self.procs, self.prefix, self.work = procs, prefix, work
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self, label: str) -> None:
+    def start(self, label: str, pid: int) -> None:
         if not self.prefix:
             return
         pyspy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
         out = f"{self.prefix}-{label}.txt"
-        self.proc = self.procs.start([pyspy, "record", "--format", "raw", "--rate", "250",
-                                      "--pid", str(self.pid), "--output", out],
+        self.proc = self.procs.start([pyspy, "record", "--format", "raw", "--rate", "250", "--gil",
+                                      "--pid", str(pid), "--output", out],
                                      self.work / f"py-spy-{label}.log",
                                      stop_signal=signal.SIGINT)  # py-spy writes on SIGINT
         time.sleep(0.5)  # let py-spy attach before the clock starts
@@ -462,17 +488,38 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path,
     print(f"  worker on {url} (pid {worker.pid})", flush=True)
     eos_url, eos_worker = await start_eos_worker(procs, work, bootstrap)
     print(f"  exactly-once worker on {eos_url} (pid {eos_worker.pid})", flush=True)
+    dist_url, dist_worker = await start_eos_worker(procs, work, bootstrap, exactly_once=False)
+    print(f"  at-least-once distributed worker on {dist_url} (pid {dist_worker.pid})", flush=True)
     before: tuple[str, subprocess.Popen[bytes]] | None = None
+    before_alos: tuple[str, subprocess.Popen[bytes]] | None = None
     if args.before_tree:
         before = await start_eos_worker(procs, work, bootstrap, Path(args.before_tree))
         print(f"  exactly-once worker from {args.before_tree} on {before[0]} "
               f"(pid {before[1].pid})", flush=True)
-    profiler = Profiler(procs, args.profile, worker.pid, work)
+        before_alos = await start_worker(procs, work, bootstrap, Path(args.before_tree))
+        print(f"  standalone worker from {args.before_tree} on {before_alos[0]} "
+              f"(pid {before_alos[1].pid})", flush=True)
+    profiler = Profiler(procs, args.profile, work)
+
+    def broker_cpu() -> float:
+        return process_cpu_seconds(broker.pid) if broker is not None else 0.0
+
+    def cpu_note(fig: Figure) -> str:
+        per = 100_000 / max(fig.records, 1)
+        return (f"  (CPU s/100k: worker {fig.cpu_s * per:.2f}"
+                + (f", broker {fig.broker_cpu_s * per:.2f}" if broker is not None else "") + ")")
+    # "eos": the figure of record, against the standalone at-least-once worker (the least
+    # flattering: no internal topics to read); "eos_dist": against an at-least-once distributed
+    # worker of the same config (like with like: the cost of the transactions alone);
+    # "dist": what the distributed worker itself costs an at-least-once source.
     results = {"source": PathResult("DataGen -> topic"),
                "sink": PathResult("topic -> FileStreamSink"),
-               "eos": PathResult("DataGen EOS / at-least")}
+               "eos": PathResult("DataGen EOS / ALOS standalone"),
+               "eos_dist": PathResult("DataGen EOS / ALOS distrib."),
+               "dist": PathResult("ALOS distrib. / standalone")}
     if before is not None:
-        results["eos_before"] = PathResult("  the same, --before-tree")
+        results["eos_before"] = PathResult("  EOS --before-tree / ALOS st.")
+        results["before"] = PathResult("  the same, both --before-tree")
     n, timeout = args.records, args.timeout
     for r in range(args.repeat):
         if args.repeat > 1:
@@ -481,35 +528,69 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path,
         await create_topic(bootstrap, wtopic, args.partitions)
         await create_topic(bootstrap, ptopic, args.partitions)
 
-        profiler.start(f"source-{r}")
+        profiler.start(f"source-{r}", worker.pid)
+        b0 = broker_cpu()
         try:
             fig = await worker_source(url, bootstrap, wtopic, n, worker.pid, f"src-{r}",
                                       args.partitions, timeout)
         finally:
             profiler.stop()
+        fig.broker_cpu_s = broker_cpu() - b0
         results["source"].worker.append(fig)
-        results["eos"].plain.append(fig)
         print(f"    source worker: {fig.records_per_s:>10,.0f} records/s"
-              + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
-        eos_runs = [("eos", eos_url, eos_worker, "source EOS:   ")]
+              + (f"  ERROR {fig.error}" if fig.error else "") + cpu_note(fig), flush=True)
+        before_alos_fig: Figure | None = None
+        if before_alos is not None:
+            btopic = f"bench-worker-before-{r}"
+            await create_topic(bootstrap, btopic, args.partitions)
+            b0 = broker_cpu()
+            before_alos_fig = await worker_source(before_alos[0], bootstrap, btopic, n,
+                                                  before_alos[1].pid, f"src-before-{r}",
+                                                  args.partitions, timeout)
+            before_alos_fig.broker_cpu_s = broker_cpu() - b0
+            print(f"    source (before):{before_alos_fig.records_per_s:>9,.0f} records/s"
+                  + (f"  ERROR {before_alos_fig.error}" if before_alos_fig.error else "")
+                  + cpu_note(before_alos_fig), flush=True)
+        dist_runs = [("dist", dist_url, dist_worker, "ALOS distrib.:"),
+                     ("eos", eos_url, eos_worker, "source EOS:   ")]
         if before is not None:
-            results["eos_before"].plain.append(results["source"].worker[-1])
-            # both sides in turn first, so neither is always the one right after the source
-            eos_runs.insert(r % 2, ("eos_before", *before, "EOS (before):"))
-        for key, e_url, e_worker, label in eos_runs:
+            dist_runs.append(("eos_before", *before, "EOS (before):"))
+        # each distributed worker in turn first, so none is always the one right after the
+        # standalone source
+        shift = r % len(dist_runs)
+        figs: dict[str, Figure] = {}
+        for key, e_url, e_worker, label in dist_runs[shift:] + dist_runs[:shift]:
             etopic = f"bench-{key}-{r}"
             await create_topic(bootstrap, etopic, args.partitions)
-            fig = await eos_source(e_url, bootstrap, etopic, n, e_worker.pid, f"{key}-{r}",
-                                   timeout)
-            results[key].worker.append(fig)
+            profiler.start(f"{key}-{r}", e_worker.pid)
+            b0 = broker_cpu()
+            try:
+                fig = await eos_source(e_url, bootstrap, etopic, n, e_worker.pid, f"{key}-{r}",
+                                       timeout)
+            finally:
+                profiler.stop()
+            fig.broker_cpu_s = broker_cpu() - b0
+            figs[key] = fig
             print(f"    {label} {fig.records_per_s:>10,.0f} records/s"
-                  + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
+                  + (f"  ERROR {fig.error}" if fig.error else "") + cpu_note(fig), flush=True)
+        alos = results["source"].worker[-1]
+        results["dist"].worker.append(figs["dist"])
+        results["dist"].plain.append(alos)
+        results["eos"].worker.append(figs["eos"])
+        results["eos"].plain.append(alos)
+        results["eos_dist"].worker.append(figs["eos"])
+        results["eos_dist"].plain.append(figs["dist"])
+        if before is not None and before_alos_fig is not None:
+            results["eos_before"].worker.append(figs["eos_before"])
+            results["eos_before"].plain.append(alos)
+            results["before"].worker.append(figs["eos_before"])
+            results["before"].plain.append(before_alos_fig)
         fig = await plain_produce(bootstrap, ptopic, n)
         results["source"].plain.append(fig)
         print(f"    source plain:  {fig.records_per_s:>10,.0f} records/s", flush=True)
 
         # Both sinks read the topic the worker wrote (the same N records).
-        profiler.start(f"sink-{r}")
+        profiler.start(f"sink-{r}", worker.pid)
         try:
             fig = await worker_sink(url, wtopic, n, work / f"sink-worker-{r}.txt", worker.pid,
                                     f"sink-{r}", timeout)
@@ -524,6 +605,8 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path,
         print(f"    sink plain:    {fig.records_per_s:>10,.0f} records/s"
               + (f"  ERROR {fig.error}" if fig.error else ""), flush=True)
         _check_alive(worker, "worker", work / "worker.log")
+        _check_alive(eos_worker, "exactly-once worker", work / "bench-eos.log")
+        _check_alive(dist_worker, "at-least-once distributed worker", work / "bench-dist.log")
         if broker is not None:
             _check_alive(broker, "broker", work / "broker.log")
         if r == 0:
@@ -534,22 +617,41 @@ async def run(args: argparse.Namespace, procs: Processes, work: Path,
     return results
 
 
+# Rows shown for what they explain, without a target of their own: the exactly-once target is
+# judged against the standalone at-least-once worker ("eos"), the least flattering comparison.
+INFORMATIVE = {"eos_dist", "dist", "eos_before", "before"}
+
+
+def _median(values: list[float]) -> float:
+    if not values:
+        return 0.0
+    ranked = sorted(values)
+    mid = len(ranked) // 2
+    return ranked[mid] if len(ranked) % 2 else (ranked[mid - 1] + ranked[mid]) / 2
+
+
 def render_table(results: dict[str, PathResult]) -> tuple[str, list[dict[str, Any]]]:
-    lines = [f"{'path':<26}{'worker rec/s':>14}{'plain rec/s':>14}{'ratio':>8}"
-             f"{'worker CPU':>12}{'target':>9}{'':>7}"]
+    lines = [f"{'path':<31}{'worker rec/s':>13}{'plain rec/s':>13}{'ratio':>8}"
+             f"{'worker CPU':>11}{'CPU s/100k':>12}{'target':>8}{'':>7}"]
     checks = []
     for key, res in results.items():
         w, p = median(res.worker), median(res.plain)
         ratio = paired_ratio(res)
         ok = not w.error and not p.error and ratio >= TARGET
         cpu = 100 * w.cpu_s / w.seconds if w.seconds else 0.0
-        lines.append(f"{res.name:<26}{w.records_per_s:>14,.0f}{p.records_per_s:>14,.0f}"
-                     f"{ratio:>7.2f}x{cpu:>11.0f}%{TARGET:>8.1f}x{'pass' if ok else 'short':>7}")
-        checks.append({"path": key, "ratio": round(ratio, 3), "target": TARGET,
+        per_100k = _median([100_000 * f.cpu_s / f.records for f in res.worker if f.records])
+        informative = key in INFORMATIVE
+        verdict = "-" if informative else ("pass" if ok else "short")
+        lines.append(f"{res.name:<31}{w.records_per_s:>13,.0f}{p.records_per_s:>13,.0f}"
+                     f"{ratio:>7.2f}x{cpu:>10.0f}%{per_100k:>12.2f}"
+                     + (f"{'':>8}" if informative else f"{TARGET:>7.1f}x") + f"{verdict:>7}")
+        checks.append({"path": key, "ratio": round(ratio, 3),
+                       "target": None if informative else TARGET,
+                       "worker_cpu_s_per_100k": round(per_100k, 3),
                        "round_ratios": [round(a.records_per_s / b.records_per_s, 3)
                                         for a, b in zip(res.worker, res.plain, strict=False)
                                         if b.records_per_s],
-                       "result": "pass" if ok else "short",
+                       "result": verdict,
                        "worker": w.as_dict(), "plain": p.as_dict(),
                        "runs": {"worker": [f.as_dict() for f in res.worker],
                                 "plain": [f.as_dict() for f in res.plain]}})
@@ -626,7 +728,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nbroker: {'ours (bundled)' if name == 'ours' else 'Apache Kafka 4.4'}")
             print(table)
             summary.append({"broker": name, "paths": checks})
-        print("(the EOS row's 'plain' column is the at-least-once worker's source figure)")
+        print("(the EOS rows' 'plain' column is an at-least-once worker's DataGen figure of the "
+              "same round: the standalone worker's, or the distributed one's of the same config "
+              "with exactly.once.source.support=disabled; the exactly-once target is judged "
+              "against the standalone one, the least flattering; 'CPU s/100k' is the worker "
+              "process's user+system CPU per 100,000 records, median of the rounds)")
         if args.json:
             Path(args.json).write_text(json.dumps({
                 "command": sys.argv, "python": platform.python_version(),
@@ -640,7 +746,8 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         print(f"connect_perf: failed: {type(exc).__name__}: {exc}", file=sys.stderr)
         failed = True
-        for name in ("ours/worker.log", "ours/bench-eos.log", "ours/broker.log",
+        for name in ("ours/worker.log", "ours/bench-eos.log", "ours/bench-dist.log",
+                     "ours/broker.log",
                      "kafka/worker.log", "kafka/bench-eos.log"):
             log = work / name
             if log.exists():
