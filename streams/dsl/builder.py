@@ -7,6 +7,7 @@ lines up with Kafka Streams' for the same program.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -67,12 +68,11 @@ class StreamsBuilder:
               materialized: Materialized | str | None = None) -> KTable:
         from .ktable import KTable
 
-        mat = Materialized.of(materialized)
+        mat = _consumed_serdes(Materialized.of(materialized), key_serde, value_serde)
         store_name = mat.name or self.new_store_name(f"{topic}-")
         source = self.new_name("KSTREAM-SOURCE")
         table_source = self.new_name("KTABLE-SOURCE")
-        key_serde = mat.key_serde or key_serde
-        value_serde = mat.value_serde or value_serde
+        key_serde, value_serde = mat.key_serde, mat.value_serde
         self.topology.add_source(source, topic, key_serde=key_serde, value_serde=value_serde)
         from .versioned import table_source_supplier  # KIP-914: a versioned source table
 
@@ -97,12 +97,11 @@ class StreamsBuilder:
                      materialized: Materialized | str | None = None) -> GlobalKTable:
         from .ktable import GlobalKTable
 
-        mat = Materialized.of(materialized)
+        mat = _consumed_serdes(Materialized.of(materialized), key_serde, value_serde)
         store_name = mat.name or self.new_store_name(f"{topic}-")
         source = self.new_name("KSTREAM-SOURCE")
         processor = self.new_name("KTABLE-SOURCE")
-        key_serde = mat.key_serde or key_serde
-        value_serde = mat.value_serde or value_serde
+        key_serde, value_serde = mat.key_serde, mat.value_serde
         self.topology.add_global_store(
             self.store_builder(store_name, mat, key_serde, value_serde), source, topic,
             processor, lambda: TableSourceProcessor(store_name),
@@ -157,6 +156,19 @@ class StreamsBuilder:
         return StoreBuilder(name, kind, mat.key_serde or key_serde,
                             mat.value_serde or value_serde, mat.store_type,
                             logging=mat.logging, **extra)
+
+
+def _consumed_serdes(mat: Materialized, key_serde: Serde[Any] | None,
+                     value_serde: Serde[Any] | None) -> Materialized:
+    """A source table's Materialized with the serdes it reads its topic with: the ones given
+    beside it (Kafka's Consumed, which always wins over the Materialized's in
+    ``StreamsBuilder.table(topic, consumed, materialized)``), else its own."""
+    if key_serde is None and value_serde is None:
+        return mat
+    mat = copy.copy(mat)  # the caller's Materialized stays as it was
+    mat.key_serde = key_serde or mat.key_serde
+    mat.value_serde = value_serde or mat.value_serde
+    return mat
 
 
 def default_key_serde(config: Mapping[str, Any] | Any) -> Serde[Any] | None:

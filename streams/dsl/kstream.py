@@ -218,6 +218,10 @@ class KStream:
                   if self.repartition_required else self)
         key_serde = mat.key_serde or stream.key_serde
         value_serde = mat.value_serde or stream.value_serde
+        # the store: to_table() is Kafka's toTable(Materialized.with(keySerde, valueSerde)), the
+        # stream's serdes; a Materialized given has its own, else the defaults (its
+        # StreamToTableNode materializes the MaterializedInternal as it is)
+        store_serdes = (key_serde, value_serde) if materialized is None else (None, None)
         topology = self.builder.topology
         from .versioned import table_source_supplier  # KIP-914: a versioned table
 
@@ -230,8 +234,8 @@ class KStream:
                                or (lambda: TableSourceProcessor(store_name, queryable)),
                                stream.node)
         topology.add_state_store(
-            self.builder.store_builder(store_name, mat, key_serde, value_serde,
-                                       versioned_ok=True), name)
+            self.builder.store_builder(store_name, mat, *store_serdes, versioned_ok=True),
+            name)
         table = KTable(self.builder, name, store_name, key_serde, value_serde)
         table.offers_old_values = mat.name is not None  # Kafka materializes only named ones
         return table

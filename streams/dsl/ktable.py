@@ -98,8 +98,11 @@ class KTable:
         builder.topology.add_processor(name, lambda: make(table, store_name), self.node)
         if mat is not None:
             assert store_name is not None
+            # the store takes the Materialized's serdes, else the defaults, not the table's
+            # (Kafka's KTableImpl#doFilter/doMapValues hand the MaterializedInternal as it is
+            # to its KeyValueStoreMaterializer)
             builder.topology.add_state_store(
-                builder.store_builder(store_name, mat, key_serde, value_serde), name)
+                builder.store_builder(store_name, mat, None, None), name)
         return table
 
     def filter(self, predicate: Callable[[Any, Any], bool],

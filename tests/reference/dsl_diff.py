@@ -147,6 +147,11 @@ def _candidates(case: Case) -> list[Case]:
             ops = copy.deepcopy(case["ops"])
             del ops[i]["store"]
             out.append(dict(case, ops=ops))
+    for i, op in enumerate(case["ops"]):
+        if "serdes" in op:
+            ops = copy.deepcopy(case["ops"])
+            del ops[i]["serdes"]
+            out.append(dict(case, ops=ops))
     for key in ("cache_bytes", "emit_interval_ms", "optimization"):
         if key in case:
             out.append({k: v for k, v in case.items() if k != key})

@@ -511,7 +511,22 @@ def composed_case(seed: int, index: int, cache: bool | None = None) -> dict[str,
         case["emit_interval_ms"] = 1000  # the outer-join throttle at Kafka's default
     if rng.random() < 0.25:
         case["optimization"] = "all"  # merged repartitions, source topics as changelogs
+    _infer_some_serdes(case, random.Random(f"composed-serdes-{seed}-{index}"))
     return case
+
+
+# operators whose Materialized may come without serdes (a source table's store takes its
+# Consumed serdes; the rest infer theirs from their input, Long for counts, else the defaults)
+_MATERIALIZED = {"table", "filter", "filter_not", "map_values", "to_table", "count", "reduce",
+                 "aggregate", "cogroup", "join", "left_join", "outer_join"}
+
+
+def _infer_some_serdes(case: dict[str, Any], rng: random.Random) -> None:
+    """Leave the serdes of one Materialized in five to each side's inference (a separate
+    random stream, so a seed's topologies and inputs stay what they were)."""
+    for op in case["ops"]:
+        if op["op"] in _MATERIALIZED and "versioned" not in op and rng.random() < 0.2:
+            op["serdes"] = "inferred"
 
 
 def composed_cases(seed: int, count: int, cache: bool | None = None) -> list[dict[str, Any]]:

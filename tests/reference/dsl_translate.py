@@ -3,7 +3,8 @@
 A case is ``{"name", "ops": [...], "input": [...]}``. Each op has an ``id`` and ``op`` (the
 vocabulary below, Kafka Streams' operation names in snake_case), ``from`` (the op it applies
 to), ``other`` for joins and merge, ``fn`` naming a catalogue function (dsl_catalogue.py),
-``store`` to materialize under a name, ``windows`` for windowed_by / stream-stream joins /
+``store`` to materialize under a name (``serdes: "inferred"``: a Materialized without
+serdes), ``windows`` for windowed_by / stream-stream joins /
 windowed cogroups, and ``topic`` for sources and ``to``. Inputs are ``{"topic", "key",
 "value", "ts"}`` records or ``{"wall": ms}`` wall-clock advances. Optional ``cache_bytes`` (the record cache,
 ``statestore.cache.max.bytes``), ``emit_interval_ms`` (the stream-stream outer join's emit
@@ -143,7 +144,11 @@ def serde(vt: str) -> Serde[Any]:
 
 
 def _mat(op: dict[str, Any], vt: str) -> Materialized:
-    """``retention`` (ms) sets a windowed store's retention (Kafka's withRetention)."""
+    """``retention`` (ms) sets a windowed store's retention (Kafka's withRetention);
+    ``"serdes": "inferred"`` gives no serdes, so each side picks them by its own rules (the
+    operator's input, Long for a count, else the defaults)."""
+    if op.get("serdes") == "inferred":
+        return Materialized(op.get("store"), retention=op.get("retention"))
     return Materialized(op.get("store"), key_serde=Serdes.string(), value_serde=serde(vt),
                         retention=op.get("retention"))
 

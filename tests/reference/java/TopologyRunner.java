@@ -203,7 +203,8 @@ public final class TopologyRunner {
 
     static Materialized mat(JsonNode op, String vt) {
         Materialized m = op.has("store") ? Materialized.as(op.get("store").asText()) : Materialized.with(null, null);
-        m = m.withKeySerde(Serdes.String()).withValueSerde(serde(vt));
+        if (!op.path("serdes").asText().equals("inferred"))  // else Kafka picks them
+            m = m.withKeySerde(Serdes.String()).withValueSerde(serde(vt));
         return op.has("retention") ? m.withRetention(ms(op, "retention")) : m;
     }
 
