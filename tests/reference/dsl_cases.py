@@ -834,4 +834,29 @@ def serdes() -> list[Case]:
                       "ops": ops, "cache_bytes": cache,
                       "input": [rec("tin", "b", "dd", 1), rec("tin", "c", None, 2),
                                 rec("tin", "b", "apple", 3), rec("tin", "c", "x", 4)]})
+    # a Materialized without serdes stores with the defaults, not with the table's serdes
+    # (composed-20261127-610 and -571: Kafka failed at the first Long to reach such a
+    # to_table or filter store, ours ran; map_values already did as Kafka); the same Long
+    # values pass through a to_table, a filter and a map_values whose Materialized names its
+    # serdes, and the first inputs reach no such store
+    longs = [rec("in2", "a", 5, 1), rec("in2", "b", 7, 2), rec("in", "a", 3, 3),
+             rec("in", "b", 4, 4)]
+    ok = [op("s2", "stream", topic="in2", vt="l"), op("t2", "to_table", "s2", store="named"),
+          op("f2", "filter", "t2", fn="value-len-odd", store="kept"),
+          op("m2", "map_values", "f2", fn="double", store="doubled"),
+          op("m2s", "to_stream", "m2"), *sink("m2s", "out2")]
+    for name, bad in (
+            ("to-table", [op("t", "to_table", "s", store="t", serdes="inferred"),
+                          op("ts", "to_stream", "t"), *sink("ts")]),
+            ("filter", [op("t", "to_table", "s", store="t"),
+                        op("f", "filter", "t", fn="value-len-odd", store="f",
+                           serdes="inferred"), op("fs", "to_stream", "f"), *sink("fs")]),
+            ("map-values", [op("t", "to_table", "s", store="t"),
+                            op("m", "map_values", "t", fn="double", store="m",
+                               serdes="inferred"), op("ms", "to_stream", "m"), *sink("ms")])):
+        cases.append({"name": f"{name}-materialized-without-serdes-stores-with-defaults",
+                      "ops": [op("s", "stream", topic="in", vt="l"), *bad, *ok],
+                      "input": longs})
+    cases.append({"name": "materialized-with-serdes-stores-with-them", "ops": ok,
+                  "input": longs[:2]})
     return cases
