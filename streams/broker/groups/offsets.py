@@ -27,11 +27,11 @@ from ..records import (
 )
 from ..topics import OFFSETS_TOPIC
 from .offsets_codec import (
+    AUX_GROUP_KEY_VERSIONS,
     CONSUMER_GROUP_KEY_VERSION,
     GROUP_METADATA_KEY_VERSION,
+    MEMBER_KEY_VERSIONS,
     SHARE_GROUP_KEY_VERSION,
-    SHARE_GROUP_TARGET_KEY_VERSION,
-    SHARE_MEMBER_KEY_VERSIONS,
     CorruptOffsetRecord,
     GroupKey,
     MemberGroupKey,
@@ -76,11 +76,13 @@ class OffsetStore:
         self.group_records: dict[int, dict[str, tuple[int, bytes]]] = {
             v: {} for v in (GROUP_METADATA_KEY_VERSION, CONSUMER_GROUP_KEY_VERSION,
                             SHARE_GROUP_KEY_VERSION)}
-        # A share group's other records (groups/share_records.py), as replayed: the target
-        # assignment metadata by group, and the per-member ones by key version, group, member.
-        self.share_target_records: dict[str, bytes] = {}
+        # A consumer or share group's other records (consumer_records.py, share_records.py),
+        # as replayed: by key version and group, and the per-member ones by key version,
+        # group and member.
+        self.aux_group_records: dict[int, dict[str, bytes]] = {
+            v: {} for v in AUX_GROUP_KEY_VERSIONS}
         self.member_records: dict[int, dict[str, dict[str, bytes]]] = {
-            v: {} for v in SHARE_MEMBER_KEY_VERSIONS}
+            v: {} for v in MEMBER_KEY_VERSIONS}
 
     # -- topic --------------------------------------------------------------------------------
 
@@ -274,11 +276,11 @@ class OffsetStore:
             else:
                 members[key.member_id] = record.value
             return
-        if isinstance(key, TypedGroupKey) and key.version == SHARE_GROUP_TARGET_KEY_VERSION:
+        if isinstance(key, TypedGroupKey) and key.version in AUX_GROUP_KEY_VERSIONS:
             if record.value is None:
-                self.share_target_records.pop(key.group_id, None)
+                self.aux_group_records[key.version].pop(key.group_id, None)
             else:
-                self.share_target_records[key.group_id] = record.value
+                self.aux_group_records[key.version][key.group_id] = record.value
             return
         if isinstance(key, GroupKey | TypedGroupKey):
             # (A deleted group's offsets have tombstones of their own.)

@@ -17,10 +17,14 @@ OFFSET_KEY_VERSION = 1
 GROUP_METADATA_KEY_VERSION = 2
 CONSUMER_GROUP_KEY_VERSION = 3  # Kafka's ConsumerGroupMetadataKey
 SHARE_GROUP_KEY_VERSION = 11  # Kafka's ShareGroupMetadataKey
-SHARE_GROUP_TARGET_KEY_VERSION = 12  # Kafka's ShareGroupTargetAssignmentMetadataKey
-# Kafka's ShareGroupMemberMetadataKey, ShareGroupTargetAssignmentMemberKey and
-# ShareGroupCurrentMemberAssignmentKey: keyed by group and member id (groups/share_records.py)
-SHARE_MEMBER_KEY_VERSIONS = (10, 13, 14)
+# A group's other records (consumer_records.py, share_records.py), keyed by group id: Kafka's
+# ConsumerGroupPartitionMetadataKey (4), ConsumerGroupTargetAssignmentMetadataKey (6) and
+# ShareGroupTargetAssignmentMetadataKey (12)
+AUX_GROUP_KEY_VERSIONS = (4, 6, 12)
+# ... and keyed by group and member id: Kafka's ConsumerGroupMemberMetadataKey (5),
+# ConsumerGroupTargetAssignmentMemberKey (7), ConsumerGroupCurrentMemberAssignmentKey (8) and
+# their share-group counterparts (10, 13, 14)
+MEMBER_KEY_VERSIONS = (5, 7, 8, 10, 13, 14)
 OFFSET_VALUE_VERSION = 3
 NO_LEADER_EPOCH = -1
 
@@ -54,7 +58,7 @@ class TypedGroupKey:
 
 @dataclass(slots=True, frozen=True)
 class MemberGroupKey:
-    """Key of one member's record of a share group (versions 10, 13, 14)."""
+    """Key of one member's record of a consumer or share group (MEMBER_KEY_VERSIONS)."""
 
     group_id: str
     member_id: str
@@ -154,10 +158,9 @@ def decode_key(data: bytes) -> OffsetKey | GroupKey | TypedGroupKey | MemberGrou
         return OffsetKey(reader.string(), reader.string(), reader.i32())
     if version == GROUP_METADATA_KEY_VERSION:
         return GroupKey(reader.string())
-    if version in (CONSUMER_GROUP_KEY_VERSION, SHARE_GROUP_KEY_VERSION,
-                   SHARE_GROUP_TARGET_KEY_VERSION):
+    if version in (CONSUMER_GROUP_KEY_VERSION, SHARE_GROUP_KEY_VERSION, *AUX_GROUP_KEY_VERSIONS):
         return TypedGroupKey(reader.string(), version)
-    if version in SHARE_MEMBER_KEY_VERSIONS:
+    if version in MEMBER_KEY_VERSIONS:
         return MemberGroupKey(reader.string(), reader.string(), version)
     return None
 

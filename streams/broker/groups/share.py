@@ -180,13 +180,14 @@ class ShareGroupProtocol(GroupProtocol):
         gkey, mkey = share_records.group_key, share_records.member_key
         group_values = {share_records.GROUP_METADATA: metadata}
         written = {gkey(share_records.GROUP_METADATA, group_id): metadata}
-        target = offsets.share_target_records.get(group_id)
+        target = offsets.aux_group_records[share_records.TARGET_ASSIGNMENT_METADATA].get(
+            group_id)
         if target is not None:
             group_values[share_records.TARGET_ASSIGNMENT_METADATA] = target
             written[gkey(share_records.TARGET_ASSIGNMENT_METADATA, group_id)] = target
         member_values = {}
-        for version, groups in offsets.member_records.items():
-            member_values[version] = dict(groups.get(group_id, {}))
+        for version in share_records.MEMBER_KEYS:
+            member_values[version] = dict(offsets.member_records[version].get(group_id, {}))
             for member_id, value in member_values[version].items():
                 written[mkey(version, group_id, member_id)] = value
         names = {t.topic_id: t.name for t in self.topics.topics.values()}
