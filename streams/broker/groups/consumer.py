@@ -8,9 +8,9 @@ target epoch once it owns no partition the target gives to someone else: first i
 revoke those (its assignment shrinks, its epoch stays), and a partition is handed to its new
 owner only after the old owner's heartbeat shows it released.
 
-Groups survive a broker restart: each change is written to __consumer_offsets before the
-member is answered (group_store.py) and replayed at start, so epochs never go back and members
-carry on with the epoch they had, as with Kafka's group records.
+Groups survive a broker restart: each change is written to __consumer_offsets as Kafka's own
+group records (consumer_records.py) before the member is answered and replayed at start, so
+epochs never go back and members carry on with the epoch they had.
 """
 
 from __future__ import annotations
@@ -18,15 +18,17 @@ from __future__ import annotations
 import logging
 import re
 import time
+import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from . import errors, migration
+from . import consumer_records, errors, migration
 from .assignors import ASSIGNORS, TopicPartition
-from .group_store import decode_consumer, encode_consumer
+from .group_store import decode_consumer
 from .offsets_codec import CONSUMER_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
+from .record_format import group_key, member_key
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -161,36 +163,111 @@ class ConsumerGroups(GroupProtocol):
         self.config = coordinator.config
         self.groups: dict[str, ConsumerGroup] = {}
         self.assignors = self.config.group_consumer_assignors.split(",")
-        self._written: dict[str, bytes] = {}  # the last record of each group (group_store)
+        # each group's records as last written (consumer_records): {key: value}
+        self._written: dict[str, dict[bytes, bytes]] = {}
 
     async def start(self) -> None:
         """Groups come back from their records in __consumer_offsets with their epochs and
-        members (sessions restart now), unless the id became a classic group afterwards."""
+        members (sessions restart now), unless the id became a classic group afterwards. A
+        group an older broker wrote as one JSON record is rewritten as Kafka's records."""
         offsets = self.coordinator.offsets
         now = self.coordinator._now()
+        upgraded = []
         for group_id, (_, value) in offsets.group_records[CONSUMER_GROUP_KEY_VERSION].items():
             if offsets.latest_group_record(group_id) != CONSUMER_GROUP_KEY_VERSION:
                 continue
             try:
-                self.groups[group_id] = decode_consumer(group_id, value, now)
-            except CorruptOffsetRecord as exc:
+                if value[:1] == b"{":  # our JSON record, before Kafka's record types
+                    self.groups[group_id] = decode_consumer(group_id, value, now)
+                    self._written[group_id] = {
+                        group_key(consumer_records.GROUP_METADATA, group_id): value}
+                    upgraded.append(group_id)
+                    continue
+                self.groups[group_id] = self._load_records(group_id, value, now)
+            except (CorruptOffsetRecord, UnicodeDecodeError, re.error) as exc:
                 log.warning("consumer group %s: %s; starting it afresh", group_id, exc)
                 continue
-            self._written[group_id] = value
+        for group_id in upgraded:
+            self.persist(group_id)
         if self.groups:
             log.info("loaded %d consumer group(s)", len(self.groups))
 
+    def _load_records(self, group_id: str, metadata: bytes, now: float) -> ConsumerGroup:
+        """A group from its Kafka records (consumer_records); sessions (and revocation
+        deadlines) restart at ``now``. How long an empty group has been empty is not in
+        Kafka's records: its offsets' retention counts from this start."""
+        offsets = self.coordinator.offsets
+        group_values = {consumer_records.GROUP_METADATA: metadata}
+        written = {group_key(consumer_records.GROUP_METADATA, group_id): metadata}
+        for version in consumer_records.GROUP_KEYS:
+            value = offsets.aux_group_records[version].get(group_id)
+            if value is not None:
+                group_values[version] = value
+                written[group_key(version, group_id)] = value
+        member_values = {}
+        for version in consumer_records.MEMBER_KEYS:
+            member_values[version] = dict(offsets.member_records[version].get(group_id, {}))
+            for member_id, value in member_values[version].items():
+                written[member_key(version, group_id, member_id)] = value
+        names = {t.topic_id: t.name for t in self.coordinator.broker.topics.topics.values()}
+        loaded = consumer_records.decode(group_id, group_values, member_values, names.get)
+        group = ConsumerGroup(group_id, loaded.epoch, loaded.assignment_epoch,
+                              topic_sizes=dict(loaded.topic_sizes))
+        group.target = {mid: set(tps) for mid, tps in loaded.target.items()}
+        for m in loaded.members.values():
+            member = ConsumerMember(
+                m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host,
+                m.rebalance_timeout_ms, subscribed=set(m.subscribed),
+                regex=re.compile(m.regex) if m.regex else None,
+                server_assignor=m.server_assignor, epoch=m.epoch,
+                previous_epoch=m.previous_epoch, assigned=set(m.assigned),
+                revoking=set(m.revoking), last_heartbeat=now, left_static=m.left_static,
+                classic=None if m.classic is None else ClassicMembership(
+                    m.classic[0], m.classic[1], session_deadline=now + m.classic[0] / 1000))
+            if member.revoking and member.classic is None:
+                member.revoke_deadline = now + member.rebalance_timeout_ms / 1000
+            group.members[member.member_id] = member
+            if member.instance_id is not None:
+                group.static[member.instance_id] = member.member_id
+        self._written[group_id] = written
+        return group
+
+    def _records(self, group: ConsumerGroup) -> dict[bytes, bytes]:
+        def topic_id(name: str) -> uuid.UUID | None:
+            topic = self.coordinator.broker.topics.topics.get(name)
+            return None if topic is None else topic.topic_id
+
+        members = {m.member_id: consumer_records.MemberRecord(
+            m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host,
+            frozenset(m.subscribed), m.regex.pattern if m.regex else None,
+            m.rebalance_timeout_ms, m.server_assignor,
+            None if m.classic is None else (m.classic.session_timeout_ms, m.classic.protocols),
+            m.epoch, m.previous_epoch, m.left_static, set(m.assigned), set(m.revoking))
+            for m in group.members.values()}
+        return consumer_records.encode(consumer_records.GroupRecords(
+            group.group_id, group.group_epoch, group.assignment_epoch, dict(group.topic_sizes),
+            members, {mid: set(tps) for mid, tps in group.target.items()}), topic_id)
+
     def persist(self, group_id: str) -> None:
-        """Write the group's record if it changed since the last one (before answering)."""
+        """Write the group's records that changed since, and tombstones for those of members
+        gone, in one batch (before answering); ConsumerGroupMetadata goes last in every batch,
+        so it stays the group's latest record at the next start."""
         group = self.groups.get(group_id)
-        value = None if group is None else encode_consumer(group)
-        if value == self._written.get(group_id):
+        wanted = {} if group is None else self._records(group)
+        written = self._written.get(group_id, {})
+        changes: list[tuple[bytes, bytes | None]] = [
+            (key, value) for key, value in wanted.items() if written.get(key) != value]
+        changes += [(key, None) for key in written if key not in wanted]
+        if not changes:
             return
-        self.coordinator.offsets.write_group_record(group_id, CONSUMER_GROUP_KEY_VERSION, value)
-        if value is None:
-            self._written.pop(group_id, None)
+        metadata = group_key(consumer_records.GROUP_METADATA, group_id)
+        changes = [c for c in changes if c[0] != metadata]
+        changes.append((metadata, wanted.get(metadata)))
+        self.coordinator.offsets.write_records(group_id, changes)
+        if wanted:
+            self._written[group_id] = wanted
         else:
-            self._written[group_id] = value
+            self._written.pop(group_id, None)
 
     # -- the seam ------------------------------------------------------------------------------
 

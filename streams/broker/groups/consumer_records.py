@@ -109,7 +109,8 @@ def encode(group: GroupRecords, topic_id: Callable[[str], uuid.UUID | None]
         tags = {}
         if m.classic is not None:
             session, protocols = m.classic
-            tags[_CLASSIC_TAG] = struct.pack(">i", session) + compact_array(
+            # a nullable struct: a presence byte (1) before its fields
+            tags[_CLASSIC_TAG] = struct.pack(">bi", 1, session) + compact_array(
                 [compact_string(name) + compact_bytes(meta) + NO_TAGS
                  for name, meta in protocols]) + NO_TAGS
         out[member_key(MEMBER_METADATA, gid, m.member_id)] = (
@@ -128,8 +129,10 @@ def encode(group: GroupRecords, topic_id: Callable[[str], uuid.UUID | None]
     return out
 
 
-def _classic(data: bytes) -> tuple[int, tuple[tuple[str, bytes], ...]]:
+def _classic(data: bytes) -> tuple[int, tuple[tuple[str, bytes], ...]] | None:
     reader = Reader(data)
+    if reader.take(">b") < 0:  # the nullable struct's presence byte: -1 is null
+        return None
     session = reader.take(">i")
     protocols = []
     for _ in range(reader.array_size()):

@@ -7,10 +7,10 @@ member's generation- or epoch-fenced commits keep working after a coordinator re
   and assignment), written when a generation becomes Stable (the leader's SyncGroup) and when
   the group becomes Empty; loaded back as a Stable (or Empty) group whose members carry on
   heartbeating in the same generation.
-* KIP-848 consumer groups: one record per group under Kafka's ConsumerGroupMetadataKey (key
-  version 3) whose value is our own JSON document (group and assignment epochs, each member's
-  epochs, subscription and assignment, the target assignment), not Kafka's ten record types;
-  written whenever the group changed, before the member's answer.
+* KIP-848 consumer groups are written as Kafka's own record types (``consumer_records``);
+  the JSON document under Kafka's ConsumerGroupMetadataKey (key version 3) that brokers before
+  that wrote is still read here (``decode_consumer``), and rewritten as Kafka's records at
+  start.
 * KIP-932 share groups are written as Kafka's own record types (``share_records``); the JSON
   document under Kafka's ShareGroupMetadataKey (key version 11) that brokers before that wrote
   is still read here (``decode_share``), and rewritten as Kafka's records at start.
@@ -92,6 +92,8 @@ def decode_classic(group_id: str, data: bytes, now: float) -> Group:
 
 
 def encode_consumer(group: ConsumerGroup) -> bytes:
+    """The former JSON record of a KIP-848 group; no longer written by the broker, kept so the
+    upgrade from it can be tested."""
     def parts(tps: Any) -> list[list[Any]]:
         return sorted([t, p] for t, p in tps)
 
