@@ -25,7 +25,7 @@ from ..processor.stateless import (
     PeekProcessor,
     SelectKeyProcessor,
 )
-from ..serde import Serde
+from ..serde import InternalSerde, Serde
 from ..topology.topology import StreamPartitioner, TopicNameExtractor
 from .arity import check, takes_key
 from .branched import Branched
@@ -220,8 +220,13 @@ class KStream:
         value_serde = mat.value_serde or stream.value_serde
         # the store: to_table() is Kafka's toTable(Materialized.with(keySerde, valueSerde)), the
         # stream's serdes; a Materialized given has its own, else the defaults (its
-        # StreamToTableNode materializes the MaterializedInternal as it is)
-        store_serdes = (key_serde, value_serde) if materialized is None else (None, None)
+        # StreamToTableNode materializes the MaterializedInternal as it is). Kafka materializes
+        # an unnamed one only when a join or old values need it (materialize below): until
+        # then it writes nothing, and ours stores with serdes that write anything
+        kafka_serdes = (key_serde, value_serde) if materialized is None \
+            else (mat.key_serde, mat.value_serde)
+        store_serdes = kafka_serdes if mat.name is not None \
+            else (key_serde or InternalSerde(), value_serde or InternalSerde())
         topology = self.builder.topology
         from .versioned import table_source_supplier  # KIP-914: a versioned table
 
@@ -238,6 +243,12 @@ class KStream:
             name)
         table = KTable(self.builder, name, store_name, key_serde, value_serde)
         table.offers_old_values = mat.name is not None  # Kafka materializes only named ones
+        if mat.name is None:
+            store = topology.stores[store_name]
+
+            def materialize() -> None:  # Kafka's KTableSource.materialize(): now it stores
+                store.key_serde, store.value_serde = kafka_serdes
+            table.materialize_hook = materialize
         return table
 
     # -- grouping -----------------------------------------------------------------------------

@@ -82,12 +82,17 @@ class KTable:
                 make: Callable[[KTable, str | None], Any],
                 value_serde: Serde[Any] | None,
                 step: Callable[[Any, Any], Any] | None = None) -> KTable:
-        """Add a record-by-record table operator, stored when ``materialized`` is given."""
+        """Add a record-by-record table operator, stored when ``materialized`` names a store.
+
+        As Kafka's ``KTableImpl#doFilter/doMapValues``, a Materialized without a name gives
+        the table its serdes but no store (a name is still spent from the counter)."""
         builder = self.builder
         mat = None if materialized is None else Materialized.of(materialized)
         store_name = None
         if mat is not None:
-            store_name = mat.name or builder.new_store_name(f"{prefix}-")
+            store_name = mat.name
+            if store_name is None:
+                builder.new_store_name(f"{prefix}-")
         name = builder.new_name(prefix)
         key_serde = (mat.key_serde if mat else None) or self.key_serde
         value_serde = (mat.value_serde if mat else None) or value_serde
@@ -96,8 +101,7 @@ class KTable:
         if step is not None:  # (key, parent value) -> value, for joins reading it storeless
             table.getter_recipe = ("derived", self, step, value_serde is None)
         builder.topology.add_processor(name, lambda: make(table, store_name), self.node)
-        if mat is not None:
-            assert store_name is not None
+        if mat is not None and store_name is not None:
             # the store takes the Materialized's serdes, else the defaults, not the table's
             # (Kafka's KTableImpl#doFilter/doMapValues hand the MaterializedInternal as it is
             # to its KeyValueStoreMaterializer)

@@ -102,12 +102,15 @@ def test_filter_without_materialized_is_not_queryable() -> None:
     assert table.filter(lambda k, v: True).queryable_store_name() is None
 
 
-def test_materialized_with_serdes_only_gets_a_generated_store_name() -> None:
+def test_materialized_with_serdes_only_spends_a_store_name_but_stores_nothing() -> None:
+    """Kafka's KTableImpl#doFilter: "only materialize if materialized is specified and it has
+    queryable name"; the generated store name still spends counter value 3."""
     builder = StreamsBuilder()
     table = builder.table("in", key_serde=S, value_serde=L)
     filtered = table.filter(lambda k, v: True, Materialized(value_serde=L))
-    assert filtered.queryable_store_name() == "KTABLE-FILTER-STATE-STORE-0000000003"
+    assert filtered.queryable_store_name() is None
     assert filtered.node == "KTABLE-FILTER-0000000004"
+    assert "KTABLE-FILTER-STATE-STORE-0000000003" not in builder.build().stores
 
 
 def test_map_values_skips_the_mapper_on_tombstones() -> None:

@@ -859,4 +859,17 @@ def serdes() -> list[Case]:
                       "input": longs})
     cases.append({"name": "materialized-with-serdes-stores-with-them", "ops": ok,
                   "input": longs[:2]})
+    # ... but an unnamed to_table is stored only once a join or old values need it
+    # (composed-902714126-2434): until then Kafka writes nothing with those serdes
+    words = [rec("in", "a", "apple", 1), rec("in", "b", "cab", 2), rec("in", "a", "d", 3)]
+    for name, more in (("unread", []),
+                       ("joined", [op("s2", "stream", topic="in2"),
+                                   op("j", "left_join", "s2", other="t", fn="concat"),
+                                   *sink("j", "out2")])):
+        for cache in (0, 10 * 1024 * 1024):
+            ops = [op("s", "stream", topic="in"), op("len", "map_values", "s", fn="len"),
+                   op("t", "to_table", "len", serdes="inferred"), op("ts", "to_stream", "t"),
+                   *sink("ts"), *more]
+            cases.append({"name": f"unnamed-to-table-without-serdes-{name}-cache-{cache}",
+                          "ops": ops, "cache_bytes": cache, "input": words})
     return cases
