@@ -248,6 +248,17 @@ def _v2_steps(c: Connection, bootstrap: str, tag: str, tid: uuid.UUID, topic: st
     out["v2_renew_enable"] = renew_enabled("true")
     out["v2_ack_renew_enabled_again"] = acknowledge(20, ack(start + 13, start + 13, 4),
                                                     renew=True)
+    # malformed acknowledgement batches: last offset before the first, a type count that is
+    # neither 1 nor the batch's length
+    out["v2_ack_backwards"] = acknowledge(21, ack(start + 13, start + 12, 1), renew=False)
+    out["v2_ack_type_count"] = acknowledge(22, ack(start + 12, start + 14, 1, 1), renew=False)
+    out["v2_fetch_backwards"] = fetch(23, ack(start + 13, start + 12, 1), wait=0)
+    out["v2_ack_overlapping"] = acknowledge(
+        24, ack(start + 12, start + 13, 1) + ack(start + 13, start + 14, 1), renew=False)
+    out["v2_ack_unordered"] = acknowledge(
+        25, ack(start + 14, start + 14, 1) + ack(start + 12, start + 12, 1), renew=False)
+    # whether the overlapping request's first batch was applied (it was refused as a whole)
+    out["v2_ack_after_overlap"] = acknowledge(26, ack(start + 12, start + 12, 1), renew=False)
     out["v2_final"] = fetch(-1, ack(start, start + 9, 1), wait=0)
     return out
 

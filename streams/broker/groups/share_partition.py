@@ -229,11 +229,12 @@ class SharePartition:
         a fresh lock from ``now_ms``. Returns 0 on success, else Kafka's error code and the
         message Kafka 4.4's SharePartition gives with it (None where it gives none)."""
         todo: list[tuple[int, AcknowledgeType]] = []
+        seen: set[int] = set()
         for batch in batches:
             if batch.last_offset < batch.first_offset or (
                 len(batch.types) not in (1, batch.last_offset - batch.first_offset + 1)
             ):
-                return INVALID_RECORD_STATE, None
+                return INVALID_REQUEST, None  # (the ShareFetch/ShareAcknowledge handler's check)
             if self.records and self.start_offset <= batch.first_offset and (
                 batch.last_offset >= self.end_offset
             ):
@@ -257,13 +258,16 @@ class SharePartition:
                 if kind is AcknowledgeType.GAP:
                     continue
                 rec = self.records.get(offset)
-                if rec is None or rec.state is not RecordState.ACQUIRED:
+                # an offset twice in one request (batches may touch): Kafka applies the first
+                # and finds the record no longer acquired, then rolls the request back
+                if rec is None or rec.state is not RecordState.ACQUIRED or offset in seen:
                     return INVALID_RECORD_STATE, NOT_ACQUIRED
                 if rec.member_id != member_id:
                     return INVALID_RECORD_STATE, NOT_OWNER
                 if kind is AcknowledgeType.RENEW and not self.config.renew_acknowledge_enabled:
                     return INVALID_RECORD_STATE, RENEW_DISABLED
                 todo.append((offset, kind))
+                seen.add(offset)
         for offset, kind in todo:
             rec = self.records[offset]
             if kind is AcknowledgeType.ACCEPT:

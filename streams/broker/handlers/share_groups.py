@@ -167,13 +167,22 @@ def _session(protocol: ShareGroupProtocol, group_id: str, member_id: str, epoch:
 
 
 def _ack_batches(batches: Any, renew: bool) -> list[AckBatch]:
+    """The partition's acknowledgement batches; ValueError (INVALID_REQUEST, no message, as
+    Kafka 4.4 checks them before the share-partition sees them) for an unknown type, a batch
+    ending before it starts, a type count neither 1 nor the batch's length, or a batch
+    starting before the previous one ended (touching it is allowed)."""
     allowed = (0, 1, 2, 3, 4) if renew else (0, 1, 2, 3)
-    out = []
+    out: list[AckBatch] = []
     for b in batches:
         types = tuple(AcknowledgeType(int(t)) if int(t) in allowed else None
                       for t in b.acknowledge_types)
         if not types or None in types:
             raise ValueError("invalid acknowledge type")
+        if b.last_offset < b.first_offset or len(types) not in (
+                1, b.last_offset - b.first_offset + 1):
+            raise ValueError("malformed acknowledgement batch")
+        if out and b.first_offset < out[-1].last_offset:
+            raise ValueError("acknowledgement batches out of order")
         out.append(AckBatch(b.first_offset, b.last_offset, types))  # type: ignore[arg-type]
     return out
 
