@@ -50,6 +50,7 @@ class KGroupedStream:
         return KTable(self.builder, name, store_name, key_serde, value_serde)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
+        burn_count_name(self.builder, materialized)
         return self._aggregate("KSTREAM-AGGREGATE", lambda: 0,
                                lambda key, value, agg: agg + 1, materialized, Serdes.long())
 
@@ -77,3 +78,12 @@ class KGroupedStream:
         from .cogroup import CogroupedKStream
 
         return CogroupedKStream(self.builder).cogroup(self, aggregator)
+
+
+def burn_count_name(builder: Any, materialized: Materialized | str | None) -> None:
+    """``count(Materialized)`` without a store name spends one counter value more than
+    ``count()``: Kafka's KGroupedStreamImpl, TimeWindowedKStreamImpl and
+    SessionWindowedKStreamImpl keep a name they "used to burn" there for compatibility, so
+    the store (and its changelog topic) gets the next value (checked on Kafka 4.4)."""
+    if materialized is not None and Materialized.of(materialized).name is None:
+        builder.new_store_name("KSTREAM-AGGREGATE-")

@@ -24,6 +24,7 @@ from ..serde import Serde, Serdes
 from ..topology.topology import ProcessorDef, Topology
 from ..windowing import SessionWindowedSerde, TimeWindowedSerde
 from .arity import check
+from .grouped import burn_count_name
 from .materialized import Materialized
 from .windows import EmitStrategy, SessionWindows, SlidingWindows, TimeWindows
 
@@ -167,6 +168,8 @@ class TimeWindowedKStream(_WindowedKStream):
                            windows.grace_ms)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
+        if not isinstance(self.windows, SlidingWindows):  # Kafka's sliding count burns none
+            burn_count_name(self.builder, materialized)
         return self._aggregate(_AGGREGATE, lambda: 0, lambda key, value, agg: agg + 1,
                                materialized, Serdes.long())
 
@@ -215,6 +218,7 @@ class SessionWindowedKStream(_WindowedKStream):
                            windows.gap_ms + windows.grace_ms)
 
     def count(self, materialized: Materialized | str | None = None) -> KTable:
+        burn_count_name(self.builder, materialized)
         return self._aggregate(_AGGREGATE, lambda: 0, lambda key, value, agg: agg + 1,
                                lambda key, a, b: a + b, materialized, Serdes.long())
 

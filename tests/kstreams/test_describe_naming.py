@@ -145,3 +145,30 @@ def test_named_split() -> None:
     branches = (builder.stream("in").split("sp-").branch(lambda k, v: v > 0, "pos")
                 .default_branch("rest"))
     assert list(branches) == ["sp-pos", "sp-rest"]
+
+
+def test_count_with_an_unnamed_materialized_spends_one_name_more() -> None:
+    """Kafka 4.4 (describe() of the same programs): KGroupedStream, TimeWindowedKStream and
+    SessionWindowedKStream count(Materialized.with(...)) burn a store name before their
+    own; count() and a sliding-window count do not."""
+    from streams import Serdes, SessionWindows, SlidingWindows, TimeWindows
+
+    def count_names(windows: object, materialized: Materialized | None) -> list[str]:
+        builder = StreamsBuilder()
+        grouped = builder.stream("in").group_by_key()
+        windowed = grouped if windows is None else grouped.windowed_by(windows)
+        windowed.count(materialized).to_stream().to("out")
+        return names(builder) + list(builder.build().stores)
+
+    unnamed = Materialized(key_serde=Serdes.string(), value_serde=Serdes.long())
+    burnt = ["KSTREAM-SOURCE-0000000000", "KSTREAM-AGGREGATE-0000000003",
+             "KTABLE-TOSTREAM-0000000004", "KSTREAM-SINK-0000000005",
+             "KSTREAM-AGGREGATE-STATE-STORE-0000000002"]
+    plain = ["KSTREAM-SOURCE-0000000000", "KSTREAM-AGGREGATE-0000000002",
+             "KTABLE-TOSTREAM-0000000003", "KSTREAM-SINK-0000000004",
+             "KSTREAM-AGGREGATE-STATE-STORE-0000000001"]
+    for windows in (None, TimeWindows.of_size_with_no_grace(10),
+                    SessionWindows.of_inactivity_gap_with_no_grace(10)):
+        assert count_names(windows, unnamed) == burnt
+        assert count_names(windows, None) == plain
+    assert count_names(SlidingWindows.of_time_difference_with_no_grace(10), unnamed) == plain
