@@ -235,6 +235,36 @@ def test_classic_member_leaves_and_upgrade_refused(pair: Pair) -> None:
     assert ours["consumer member joins connect group"]["error_code"] == "group_id_not_found"
 
 
+def test_last_consumer_member_removed_by_leave_group(pair: Pair) -> None:
+    """The group's last consumer-protocol member is removed by a LeaveGroup naming its id while
+    a classic member stays: does the group go back to classic, as when it leaves by heartbeat?"""
+    topic, group = unique("migd"), unique("migd-group")
+
+    def scenario(side: Side) -> Any:
+        topic_id = prepare(side, topic, group)
+        c = ClassicMember(side, group, topic)
+        out: dict[str, Any] = {"c joins": c.join(), "c syncs": c.sync([0, 1, 2, 3])}
+        a = ConsumerMember(side, group, topic, topic_id)
+        out["a joins: upgrade"] = a.heartbeat(join=True)
+        out["c rejoins"] = c.join()
+        out["c syncs"] = c.sync()
+        imposter = ClassicMember(side, group, topic)
+        imposter.member_id = a.member_id
+        out["a's id through LeaveGroup"] = imposter.leave()
+        out["view"] = group_view(side, group, c)
+        out["c heartbeat"] = c.heartbeat()
+        out["a heartbeat after removal"] = a.heartbeat()
+        out["c rejoins after"] = c.join()
+        out["c syncs after"] = c.sync([0, 1, 2, 3])
+        out["view after rejoin"] = group_view(side, group, c)
+        out["c leaves"] = c.leave()
+        for member in (c, imposter):
+            member.close()
+        return out
+
+    pair.check(scenario)
+
+
 def test_classic_static_member_replaces_the_last_consumer_member(pair: Pair) -> None:
     """A consumer-protocol static member leaves with epoch -2; a classic member with the same
     group.instance.id joins in its place: every member now speaks the classic protocol, and

@@ -140,3 +140,31 @@ def test_consumer_member_session_expiry_downgrades(tmp_path: Path) -> None:
         assert epoch > generation
 
     run(tmp_path, "bidirectional", body)
+
+
+@pytest.mark.parametrize("policy", ["bidirectional", "upgrade"])
+def test_leave_group_of_the_last_consumer_member(tmp_path: Path, policy: str) -> None:
+    """LeaveGroup naming the last consumer-protocol member (an admin removing it): the group
+    goes back to classic, as Kafka 4.4 does (compared in
+    test_protocol_diff_group_migration.py), unless the policy forbids downgrades; then the
+    member is only removed. Its next heartbeat finds a classic group: GROUP_ID_NOT_FOUND."""
+    async def body(broker: Broker) -> None:
+        classic_id, _ = await classic_member(broker)
+        joined = await consumer_heartbeat(broker, "a" * 22, 0)
+        assert joined.error_code.value == errors.NONE
+        left = await call(broker, 13, 5, {"group_id": "g", "members": (
+            {"member_id": "a" * 22, "group_instance_id": None},)})
+        assert left.error_code.value == errors.NONE
+        assert [m.error_code.value for m in left.members] == [errors.NONE]
+        consumer: Any = broker.groups.protocol(GroupType.CONSUMER)
+        if policy == "upgrade":
+            assert broker.groups.group_type("g") is GroupType.CONSUMER
+            assert list(consumer.groups["g"].members) == [classic_id]
+            return
+        assert broker.groups.group_type("g") is GroupType.CLASSIC
+        group = broker.groups.groups["g"]
+        assert group.is_(GroupState.PREPARING_REBALANCE) and list(group.members) == [classic_id]
+        again = await consumer_heartbeat(broker, "a" * 22, joined.member_epoch)
+        assert again.error_code.value == errors.GROUP_ID_NOT_FOUND
+
+    run(tmp_path, policy, body)

@@ -376,6 +376,11 @@ class ConsumerGroups(GroupProtocol):
             return HeartbeatResult(errors.NONE, None, req.member_id, req.member_epoch)
         if group is None:
             if req.member_epoch != 0:
+                if self.coordinator.group_type(req.group_id) not in (None, GroupType.CONSUMER):
+                    # e.g. the group went back to classic when this member was removed
+                    return HeartbeatResult(errors.GROUP_ID_NOT_FOUND,
+                                           f"Group {req.group_id} is not a consumer group",
+                                           req.member_id)
                 return HeartbeatResult(errors.UNKNOWN_MEMBER_ID, None, req.member_id)
             upgraded = migration.maybe_upgrade(self, req.group_id)
             if upgraded is not None:
@@ -557,7 +562,7 @@ class ConsumerGroups(GroupProtocol):
         last member using the consumer protocol goes and classic members remain, the group
         becomes a classic group again (group.consumer.migration.policy)."""
         if migration.downgrade_allowed(self, group, member):
-            migration.downgrade(self, group, member)
+            migration.downgrade(self, group, [member])
         else:
             self.remove_member(group, member)
             self.persist(group.group_id)

@@ -170,8 +170,11 @@ def _expect_rejoin(member: ConsumerMember, now: float) -> None:
 
 def leave(consumer: ConsumerGroups, group: ConsumerGroup,
           members: list[tuple[str, str | None]]) -> list[int]:
-    """LeaveGroup: the members leave; one group-epoch bump for all of them."""
-    answers, removed = [], False
+    """LeaveGroup: the members leave; one group-epoch bump for all of them. When only classic
+    members would remain, the group becomes classic again without the leavers (Kafka 4.4's
+    classicGroupLeaveToConsumerGroup, also for consumer-protocol members removed this way)."""
+    answers: list[int] = []
+    leaving: list[ConsumerMember] = []
     for member_id, instance_id in members:
         # Kafka 4.4 removes consumer-protocol members this way too (an admin's
         # removeMembersFromConsumerGroup).
@@ -183,11 +186,16 @@ def leave(consumer: ConsumerGroups, group: ConsumerGroup,
             error = errors.UNKNOWN_MEMBER_ID if member is None else \
                 errors.FENCED_INSTANCE_ID if member_id and member_id != member.member_id else \
                 errors.NONE
-        if error == errors.NONE and member is not None:
-            consumer.remove_member(group, member, bump=False)
-            removed = True
+        if error == errors.NONE and member is not None and all(m is not member for m in leaving):
+            leaving.append(member)
         answers.append(error)
-    if removed:
-        consumer.after_removal(group)
-        consumer.persist(group.group_id)
+    if not leaving:
+        return answers
+    if migration.downgrade_allowed_on_leave(consumer, group, leaving):
+        migration.downgrade(consumer, group, leaving)
+        return answers
+    for member in leaving:
+        consumer.remove_member(group, member, bump=False)
+    consumer.after_removal(group)
+    consumer.persist(group.group_id)
     return answers

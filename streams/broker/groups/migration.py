@@ -135,6 +135,26 @@ def downgrade_allowed(consumer: ConsumerGroups, group: ConsumerGroup,
     return True
 
 
+def downgrade_allowed_on_leave(consumer: ConsumerGroups, group: ConsumerGroup,
+                               leaving: list[ConsumerMember]) -> bool:
+    """Kafka's validateOnlineDowngradeWithFencedMembers, for a LeaveGroup removing
+    ``leaving``: members remain, and every one of them uses the classic protocol."""
+    gone = {m.member_id for m in leaving}
+    others = [m for m in group.members.values() if m.member_id not in gone]
+    if not others or any(m.classic is None for m in others):
+        return False
+    config = consumer.config
+    if not downgrade_enabled(config.group_consumer_migration_policy):
+        log.info("cannot downgrade consumer group %s: online downgrade is disabled",
+                 group.group_id)
+        return False
+    if len(others) > config.group_max_size:
+        log.info("cannot downgrade consumer group %s: more members than group.max.size",
+                 group.group_id)
+        return False
+    return True
+
+
 def downgrade_on_replacement(consumer: ConsumerGroups, group: ConsumerGroup) -> bool:
     """Kafka's validateOnlineDowngradeWithReplacedMemberId, once a classic static member took
     the place of a consumer-protocol one: does every member now use the classic protocol?"""
@@ -146,17 +166,19 @@ def downgrade_on_replacement(consumer: ConsumerGroups, group: ConsumerGroup) -> 
 
 
 def downgrade(consumer: ConsumerGroups, group: ConsumerGroup,
-              leaving: ConsumerMember | None) -> None:
-    """Turn ``group`` into a classic group without ``leaving``. When a member left, a rebalance
-    starts; when a classic static member replaced the last consumer-protocol one (``leaving``
-    None), the group stays Stable in its generation, each member keeping its assignment."""
+              leaving: list[ConsumerMember] | None) -> None:
+    """Turn ``group`` into a classic group without the ``leaving`` members. When members left,
+    a rebalance starts; when a classic static member replaced the last consumer-protocol one
+    (``leaving`` None), the group stays Stable in its generation, each member keeping its
+    assignment."""
     coordinator = consumer.coordinator
     classic = Group(group.group_id)
     classic.generation_id = group.group_epoch
     classic.protocol_type = CONSUMER_PROTOCOL_TYPE
     now = coordinator._now()
+    gone = {m.member_id for m in leaving or ()}
     for member in group.members.values():
-        if leaving is not None and member.member_id == leaving.member_id:
+        if member.member_id in gone:
             continue
         assert member.classic is not None
         classic.add(Member(
@@ -171,5 +193,5 @@ def downgrade(consumer: ConsumerGroups, group: ConsumerGroup,
     consumer.forget(group.group_id)
     coordinator.groups[group.group_id] = classic
     log.info("consumer group %s becomes a classic group (generation %d)%s", group.group_id,
-             classic.generation_id, "" if leaving is None else f" as {leaving.member_id} leaves")
+             classic.generation_id, f" as {', '.join(sorted(gone))} leave(s)" if gone else "")
     coordinator.rebalance_downgraded(classic, rebalance=leaving is not None)
