@@ -47,17 +47,29 @@ class CacheForwarding:
         self.store.put(key, value, timestamp, self._cache_context(record))
         return True
 
-    def _cache_context(self, record: Record[Any, Any]) -> tuple[Any, Any]:
-        """What a cached put carries for the flush listener: headers and record metadata."""
-        return record.headers, self.context.record_metadata()
+    def _cache_context(self, record: Record[Any, Any]) -> tuple[Any, Any, int]:
+        """What a cached put carries for the flush listener: headers, record metadata and the
+        timestamp of the record that made the update."""
+        return record.headers, self.context.record_metadata(), record.timestamp
 
     def _flushed(self, key: Any, new: Any, old: Any, timestamp: int, context: Any) -> None:
         if new is None and old is None:
             return  # a delete of what the store never held: Kafka's caching stores skip it
-        self._forward_flushed(key, new, old, timestamp, context)
+        self._forward_flushed(key, new, old, flushed_timestamp(new, timestamp, context),
+                              context)
 
     def _forward_flushed(self, key: Any, new: Any, old: Any, timestamp: int,
                          context: Any) -> None:
-        headers, metadata = context if context is not None else ((), None)
+        headers, metadata = context[:2] if context is not None else ((), None)
         self.context.forward_from(self._node, Record(key, Change(new, old), timestamp, headers),
                                   metadata)
+
+
+def flushed_timestamp(new: Any, timestamp: int, context: Any) -> int:
+    """The timestamp a timestamped store's cache flush forwards a change with: the stored
+    value's, but for a delete (no value, so no value timestamp) that of the record that made
+    it, as Kafka's TimestampedCacheFlushListener (a windowed reduce to null of a window last
+    updated later than the deleting record forwards the record's time, not the window's)."""
+    if new is None and context is not None and len(context) > 2:
+        return int(context[2])
+    return timestamp

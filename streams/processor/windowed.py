@@ -37,7 +37,7 @@ from typing import Any
 
 from ..windowing import Window, Windowed
 from .api import Change, Processor, Record
-from .cached import CacheForwarding
+from .cached import CacheForwarding, flushed_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,8 @@ class TimeWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
             return  # a window the store never held, deleted: Kafka's CachingWindowStore skips it
         key, start = key  # the window store's cache key
         windowed = Windowed(key, Window(start, start + self.windows.size_ms))
-        self._forward_flushed(windowed, new, old, timestamp, context)
+        self._forward_flushed(windowed, new, old, flushed_timestamp(new, timestamp, context),
+                              context)
 
     def process(self, record: Record[Any, Any]) -> None:
         key = record.key
@@ -177,7 +178,7 @@ class SlidingWindowAggregateProcessor(CacheForwarding, _WindowedAggregateBase):
             return
         key, start = key  # the window store's cache key
         self._forward_flushed(Windowed(key, Window(start, start + self.d)), new, old,
-                              timestamp, context)
+                              flushed_timestamp(new, timestamp, context), context)
 
     def _put(self, record: Record[Any, Any], start: int, agg: Any, old: Any,
              timestamp: int) -> None:

@@ -190,3 +190,25 @@ def test_join_buffers_never_cache(tmp_path) -> None:
     store.attach_cache(CacheBudget(DEFAULT_CACHE_MAX_BYTES))
     assert not store.enable_caching(lambda *args: None)
     assert store.cache is None
+
+
+def test_a_flushed_window_delete_carries_the_deleting_records_time() -> None:
+    """A reduce to None deletes the window; the flush forwards the delete with the time of
+    the record that made it (a delete has no value timestamp: Kafka's
+    TimestampedCacheFlushListener), not the window's latest (tests/reference case
+    windowed-reduce-to-null-late-*)."""
+    from streams.testing import TestRecord, TopologyTestDriver
+
+    s = Serdes.string()
+    builder = StreamsBuilder()
+    (builder.stream("in", key_serde=s, value_serde=s).group_by_key()
+     .windowed_by(TimeWindows.of_size_and_grace(SIZE, 20)).reduce(lambda agg, v: v)
+     .to_stream(lambda k, v: f"{k.key}@{k.window.start}").to("out", key_serde=s, value_serde=s))
+    for cache, delete_time in ((0, 24), (DEFAULT_CACHE_MAX_BYTES, 20)):
+        config = {"statestore.cache.max.bytes": cache}
+        with TopologyTestDriver(builder.build(), config) as driver:
+            inp = driver.create_input_topic("in", s, s)
+            inp.pipe_input("b", "x", 24)
+            inp.pipe_input("b", None, 20)  # late, same window [20, 30): deletes it
+            assert driver.create_output_topic("out", s, s).read_records_to_list() == [
+                TestRecord("b@20", "x", 24), TestRecord("b@20", None, delete_time)]

@@ -707,6 +707,21 @@ CACHE = 10 * 1024 * 1024
 
 def cached() -> list[Case]:
     cases = []
+    # a cache flush forwards a deleted window (a reduce to null) with the time of the record
+    # that deleted it, not the window's latest (Kafka's TimestampedCacheFlushListener; the
+    # value carries no timestamp): composed-830431252-3010, a late null at 20 into [20,30)
+    # last updated at 24
+    for cache in (0, CACHE):
+        for windows in ({"type": "tumbling", "size": 10, "grace": 20},
+                        {"type": "hopping", "size": 10, "advance": 5, "grace": 20}):
+            ops = [op("s", "stream", topic="in"), op("g", "group_by", "s", fn="key-upper"),
+                   op("w", "windowed_by", "g", windows=windows),
+                   op("r", "reduce", "w", fn="latest"), op("rs", "to_stream", "r"),
+                   *sink("rs")]
+            cases.append({"name": f"windowed-reduce-to-null-late-{windows['type']}-cache-{cache}",
+                          "ops": ops, "cache_bytes": cache,
+                          "input": [rec("in", "b", "b", 24), rec("in", "b", None, 20),
+                                    rec("in", "c", "x", 25), rec("in", "c", None, 21)]})
     # a late record merges with a session the store has expired but the cache still holds
     # (Kafka's CachingSessionStore reads its cache by the query's bounds, not retention):
     # a@9, a@27, then a@21 joins both, count 3 (2 with the cache off)
