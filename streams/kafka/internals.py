@@ -406,11 +406,12 @@ async def check_membership(consumer: AIOKafkaConsumer, group: GroupMetadata) -> 
     """Ask the group coordinator whether ``group``'s generation and member id are still
     current (a Heartbeat), raising ``FencedByGroupError`` if they are not.
 
-    at_least_once has no transactions to fence a zombie, and a commit sends the caches'
-    changelog and output records before the offsets: an instance that was paused past its
-    session timeout would write stale state over its successor's. Checking first closes
-    that window to the round trip. REBALANCE_IN_PROGRESS means the member is still known
-    (commits of the current generation are allowed while a rebalance prepares)."""
+    at_least_once has no transactions to fence a zombie: an instance that was paused past its
+    session timeout would write stale state over its successor's. The membership lease
+    renews itself with this check once it has run out (``guard_produce_with_membership``),
+    and the stream thread asks it after its loop stood still. REBALANCE_IN_PROGRESS means
+    the member is still known (commits of the current generation are allowed while a
+    rebalance prepares)."""
     coordinator = consumer._coordinator  # noqa: SLF001
     if coordinator is None:
         raise FencedByGroupError(f"the consumer of {group.group_id} has no group coordinator")

@@ -1,8 +1,9 @@
 """Faults the signals cannot place: the process stands still at a chosen point of the stream
 thread's loop, under at_least_once.
 
-- ``commit``: inside a commit, right after its membership check (a Heartbeat) was answered and
-  before the record caches are flushed into the changelog and output topics.
+- ``commit``: inside a commit, before the record caches are flushed into the changelog and
+  output topics (where the commit asked a Heartbeat before the membership lease: a pause right
+  after its answer was the window that lost counts).
 - ``iteration``: outside the commit, right after a regular loop iteration handed its output to
   the producer (``RecordCollector.flush`` called by ``StreamThread._iteration``) and before the
   producer's sender has written it: with the cache off every update goes out this way, so the
@@ -23,8 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-import streams.runtime.committer as committer_module
 from streams.kafka.batching import RecordCollector
+from streams.runtime.committer import Committer
 
 WHERE = ("commit", "iteration")
 
@@ -39,14 +40,14 @@ def install(trigger: Path, seconds: float, where: str = "commit") -> None:
         print("STALL end", flush=True)
 
     if where == "commit":
-        real_check = committer_module.check_membership
+        real_commit = Committer.commit
 
-        async def check_then_stall(consumer: Any, group: Any) -> None:
-            await real_check(consumer, group)
-            if not done and trigger.exists():
-                stall()
+        async def stall_then_commit(self: Committer, *args: Any, **kwargs: Any) -> None:
+            if not done and not self.eos and self.tasks.tasks and trigger.exists():
+                stall()  # the commit has begun; nothing is flushed yet
+            await real_commit(self, *args, **kwargs)
 
-        committer_module.check_membership = check_then_stall  # type: ignore[assignment]
+        Committer.commit = stall_then_commit  # type: ignore[method-assign]
         return
     if where != "iteration":
         raise ValueError(f"stall where? {where!r} (one of {', '.join(WHERE)})")

@@ -67,10 +67,9 @@ class PausePlan:
     settle: bool = True  # wait for every instance to be RUNNING again before the next pause
     cache_bytes: int = 10 * 1024 * 1024  # statestore.cache.max.bytes: Kafka's default
     max_poll_records: int = 1000  # Kafka's default (the catalogue runs use 100)
-    # The first pause of the first instance is a stall inside its commit, right after the
-    # membership check and before the cache flush (commit_stall.py), not a SIGSTOP that lands
-    # there only by chance; the second instance is paused just before it ends. at_least_once
-    # only (exactly_once_v2 has no such check).
+    # The first pause of the first instance is a stall inside its commit, before the cache
+    # flush (commit_stall.py), not a SIGSTOP that lands there only by chance; the second
+    # instance is paused just before it ends. at_least_once only (the hook is in its commit).
     stall_first: bool = False
     framework: str = "ours"  # or "kafka-streams" (kstreams_app.py)
     # Where the first pause stalls (commit_stall.py): "commit" (above), or "iteration": right
@@ -357,7 +356,7 @@ def _hold(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
 
 def _stall(cluster: Cluster, instance: Any, plan: PausePlan) -> None:
     """Make ``instance`` stand still for ``hold_s`` at the plan's stall point (inside its next
-    commit, right after the membership check, or right after its next iteration's hand-over
+    commit, before the cache flush, or right after its next iteration's hand-over
     to the producer: commit_stall.py), while the feed goes on. Returns STALL_OVERLAP_S before
     the stall ends, so the next instance is paused before the stalled one resumes: nothing
     rewrites what the stalled one sends on resuming (the failing SIGSTOP runs were back to
@@ -395,8 +394,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commit-ms", type=int, default=None, help="commit.interval.ms")
     parser.add_argument("--keep", action="store_true", help="keep passing runs' directories")
     parser.add_argument("--stall-first", action="store_true",
-                        help="at_least_once: the first pause is a stall inside a commit, right "
-                             "after its membership check (commit_stall.py)")
+                        help="at_least_once: the first pause is a stall inside a commit, "
+                             "before its cache flush (commit_stall.py)")
     parser.add_argument("--stall-at", choices=("commit", "iteration"), default="commit",
                         help="with --stall-first: stall inside a commit, or right after a "
                              "regular iteration handed its output to the producer")

@@ -12,8 +12,8 @@ A share of the runs (``--pause-feed-share``) are pause-feed runs (pause_feed.py)
 without a break while the instances are paused in turn past the session timeout, with seeded
 guarantee, hold times, rounds, keys and cache. Under exactly_once_v2 every key's final count
 must equal the records sent for it; under at_least_once no key may be short (over-counts are
-reported), and half of those runs place their first pause inside a commit, right after its
-membership check (``stall_first``).
+reported), and half of those runs place their first pause inside a commit, before its cache
+flush (``stall_first``).
 """
 
 from __future__ import annotations

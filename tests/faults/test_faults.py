@@ -118,8 +118,8 @@ def test_counts_survive_pauses_while_input_flows(tmp_path: Path, kafka_kind: str
 
 # at_least_once, the same shape, but the first pause is a stall placed exactly where a SIGSTOP
 # lost counts in 3 of 5 runs (python -m tests.faults.pause_feed --guarantee at_least_once
-# --seed 300 ...): inside app0's commit, after its membership check answered and before its
-# record caches are flushed. app1 takes the tasks and counts on; then app1 is paused just before
+# --seed 300 ...): inside app0's commit, before its record caches are flushed (where the commit
+# used to ask a Heartbeat first). app1 takes the tasks and counts on; then app1 is paused just before
 # app0 resumes, and the tasks move back to app0, which restores them from the changelog. Before the membership lease
 # app0 flushed its stale counts into the changelog after app1's, and that restore counted short.
 CI_STALL_IN_COMMIT = PausePlan(seed=8, keys=50, batch=100, interval_s=0.25, rounds=1,
