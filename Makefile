@@ -51,6 +51,13 @@ test-cluster: $(VENV)/.installed kafka-reference
 test-lease: $(VENV)/.installed
 	$(PY) -m pytest -q -rfE tests/faults/lease_suite.py
 
+# The streams sink's at-least-once streaming query across a SIGKILL of its Spark driver while
+# input flows, restarted from its checkpoint (tests/spark/alos_kill_suite.py: every row at least
+# once, duplicates printed): two driver start-ups, 2-4 minutes, so apart from `make test`.
+.PHONY: test-spark-kill
+test-spark-kill: $(VENV)/.installed
+	$(PY) -m pytest -q -rfE -s tests/spark/alos_kill_suite.py
+
 # Apache Kafka's own Connect 4.3.1 (standalone and distributed, FileStream connectors, SIGKILL and
 # rejoin) and its MirrorMaker 2 (between two of our brokers) against our broker: about 4 minutes,
 # so not part of `make test`. Jars from Maven Central into .reference/connect-libs/ (once; pinned
