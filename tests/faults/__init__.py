@@ -4,7 +4,8 @@ happen, compared with the TopologyTestDriver on the same input.
 catalogue.py (scenarios), oracle.py (the driver), app_runner.py (one instance, a child
 process), cluster.py (broker and instances as processes), faults.py (fault schedules),
 output.py (reading the result), compare.py (the verdict), harness.py (one run),
-test_faults.py (the CI mode), soak.py (``make soak``).
+test_faults.py (the CI mode), catalogue_suite.py (``make test-faults``: the pairings the CI
+mode leaves out), soak.py (``make soak``).
 
 Connect has its own runs: connect_harness.py (FileStream pipelines on distributed workers
 under faults), connect_cluster.py (its processes), test_connect_faults.py (CI),
