@@ -406,6 +406,7 @@ def table_join(left: KTable, right: KTable, joiner: Joiner, kind: str,
     value_serde = mat.value_serde if mat else None
     result = KTable(builder, merge_name, store, key_serde, value_serde)
     result.getter_recipe = ("join", left, right, joiner, kind)
+    result.join_inputs = (left, right)
     this_mode, other_mode = {"inner": ("inner", "inner"), "left": ("left", "right"),
                              "outer": ("outer", "outer")}[kind]
     reverse = _reverse(joiner)

@@ -37,6 +37,9 @@ class KTable:
         # The table this one derives from record by record (filter, map_values); a request
         # for old values travels up to it unless this table can read them from its own store.
         self.parent = parent
+        # A primary-key join result's two inputs: old values asked of it are asked of both
+        # (Kafka's KTableKTableJoinMerger/KTableKTableAbstractJoin#enableSendingOldValues)
+        self.join_inputs: tuple[KTable, ...] = ()
         self.send_old_values = False
         # Whether Kafka answers enableSendingOldValues(false) with yes on this table's own
         # account: aggregation and join results do, sources and derived tables only when
@@ -60,6 +63,8 @@ class KTable:
         self.materialize()
         if self.store_name is None and self.parent is not None:
             self.parent.enable_sending_old_values()
+        for upstream in self.join_inputs:
+            upstream.enable_sending_old_values()
 
     def materialize(self) -> None:
         """Give the table the store it lacks, if it is a kind Kafka materializes on demand."""
@@ -199,8 +204,14 @@ class KTable:
             raise TypeError(f"a KTable joins another KTable, got {type(other).__name__}")
         if table_joined is not None and foreign_key_extractor is None:
             raise TypeError("table_joined is for foreign-key joins (foreign_key_extractor=)")
-        self.enable_sending_old_values()
-        other.enable_sending_old_values()
+        # Kafka's doJoinOnForeignKey asks both tables for old values; its primary-key doJoin
+        # only the left of a left or outer join and the right of an outer join, so an inner
+        # join's filtered input still forwards a delete it never let through (and the join a
+        # tombstone for it), as Kafka's KTableFilter does without old values
+        if foreign_key_extractor is not None or kind in ("left", "outer"):
+            self.enable_sending_old_values()
+        if foreign_key_extractor is not None or kind == "outer":
+            other.enable_sending_old_values()
         if foreign_key_extractor is not None:
             from .fk_join import foreign_key_join
 
