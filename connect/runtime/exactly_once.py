@@ -272,7 +272,7 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
         self._prefetched: asyncio.Future | None = None
         # The next poll's records, converted into the collector while a commit ran (not yet
         # handed over: nothing of a transaction goes out before the one before it committed).
-        converted: tuple[list, list, dict] | None = None
+        converted: tuple[list, list | None, dict | None] | None = None
         try:
             while not self.stopping:
                 await self.wait_resumed()
@@ -318,13 +318,16 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
                     await prefetched
 
     async def _commit_and_convert_next(self, task: SourceTask, chain: Any, converters: Any,
-                                       errors: ErrorHandler) -> tuple[list, list, dict] | None:
+                                       errors: ErrorHandler
+                                       ) -> tuple[list, list | None, dict | None] | None:
         """Commit the open transaction while the task polls its next records on its thread
         and the loop converts them into batches (poll and interval boundaries). They are
         handed over only once the commit returned, into the next transaction: Kafka's
         producer, too, begins a transaction only after the last one's EndTxn was answered.
         Returns the next records, where they were placed and their source offsets; None if
-        the poll had none."""
+        the poll had none. Records polled after the commit returned are returned unconverted
+        (None, None): converting them whole before the next transaction begins would only
+        delay its first batch, so they are sent batch by batch as a poll is."""
         self._prefetched = asyncio.ensure_future(self.call(task.poll))
         commit = asyncio.ensure_future(self._commit())
         try:
@@ -332,6 +335,10 @@ class ExactlyOnceWorkerSourceTask(WorkerSourceTask):
             self._prefetched = None
             placed: list = []
             offsets: dict = {}
+            if records and commit.done():
+                await commit  # raises what a failed commit raised
+                self.records_polled += len(records)
+                return records, None, None
             if records:
                 self.records_polled += len(records)
                 placed, _ = await self._convert_all(records, chain, converters, errors,
