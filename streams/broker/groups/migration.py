@@ -120,19 +120,10 @@ def _from_classic(consumer: ConsumerGroups, classic: Group) -> ConsumerGroup:
 def downgrade_allowed(consumer: ConsumerGroups, group: ConsumerGroup,
                       leaving: ConsumerMember) -> bool:
     """Kafka's validateOnlineDowngradeWithFencedMember."""
+    if leaving.classic is not None:
+        return False
     others = [m for m in group.members.values() if m.member_id != leaving.member_id]
-    if leaving.classic is not None or not others or any(m.classic is None for m in others):
-        return False
-    config = consumer.config
-    if not downgrade_enabled(config.group_consumer_migration_policy):
-        log.info("cannot downgrade consumer group %s: online downgrade is disabled",
-                 group.group_id)
-        return False
-    if len(others) > config.group_max_size:
-        log.info("cannot downgrade consumer group %s: more members than group.max.size",
-                 group.group_id)
-        return False
-    return True
+    return _classic_members_may_take_over(consumer, group, others)
 
 
 def downgrade_allowed_on_leave(consumer: ConsumerGroups, group: ConsumerGroup,
@@ -141,6 +132,13 @@ def downgrade_allowed_on_leave(consumer: ConsumerGroups, group: ConsumerGroup,
     ``leaving``: members remain, and every one of them uses the classic protocol."""
     gone = {m.member_id for m in leaving}
     others = [m for m in group.members.values() if m.member_id not in gone]
+    return _classic_members_may_take_over(consumer, group, others)
+
+
+def _classic_members_may_take_over(consumer: ConsumerGroups, group: ConsumerGroup,
+                                   others: list[ConsumerMember]) -> bool:
+    """The members that remain are all classic ones, and the policy and group.max.size let a
+    classic group take them over."""
     if not others or any(m.classic is None for m in others):
         return False
     config = consumer.config
