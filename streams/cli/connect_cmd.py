@@ -40,7 +40,6 @@ def _worker_config(args: argparse.Namespace) -> dict[str, object]:
 
 def _serve(process: object) -> int:
     from connect.runtime.gc_policy import tune_gc
-    from connect.runtime.thread_switching import tune_thread_switching
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -58,7 +57,6 @@ def _serve(process: object) -> int:
     logging.basicConfig(level=logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("aiokafka").setLevel(logging.WARNING)
-    tune_thread_switching()  # before the worker starts its task threads
     try:
         asyncio.run(main())
     except (ValueError, OSError) as exc:
