@@ -25,9 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, Producer
 from confluent_kafka import TopicPartition as CTopicPartition
 from helpers import create_topics, wait_until
+from topic_reader import read_topic
 
 SPARK_DIR = Path(__file__).parent
 PARTITIONS = 2
@@ -80,28 +81,7 @@ def _end_offsets(bootstrap: str, topic: str) -> int:
 
 def _values(bootstrap: str, topic: str) -> Counter[bytes]:
     """Every value in ``topic`` with how often it is there, read to each partition's end."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    try:
-        consumer.assign([CTopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-        values: Counter[bytes] = Counter()
-        done: set[int] = set()
-        deadline = time.monotonic() + 120
-        while len(done) < PARTITIONS:
-            assert time.monotonic() < deadline, f"reading {topic}: no end of {done} in 120 s"
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    done.add(message.partition())
-                    continue
-                raise AssertionError(message.error())
-            done.discard(message.partition())
-            values[message.value()] += 1
-        return values
-    finally:
-        consumer.close()
+    return Counter(value for *_, value, _ts, _h in read_topic(bootstrap, topic))
 
 
 def _start_app(bootstrap: str, tmp_path: Path, log_path: Path) -> subprocess.Popen[bytes]:

@@ -13,16 +13,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
 from aiokafka import AIOKafkaProducer
-from confluent_kafka import Consumer, KafkaError
+from confluent_kafka import Consumer
 from confluent_kafka import TopicPartition as CTopicPartition
 from helpers import EmbeddedBroker, create_topics, wait_until
+from topic_reader import read_topic
 
 from streams.spark.sink_options import (
     EXACTLY_ONCE_V2,
@@ -32,41 +32,6 @@ from streams.spark.sink_options import (
 )
 
 SPARK_DIR = Path(__file__).parent
-Row = tuple[int, int, bytes | None, bytes | None, int, list[tuple[str, bytes | None]]]
-
-
-def read_topic(bootstrap: str, topic: str, isolation: str = "read_committed",
-               **extra: str) -> list[Row]:
-    """Every record of ``topic`` as (partition, offset, key, value, timestamp ms, headers), read
-    with librdkafka until each partition reports its end (past any transaction markers)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{time.time()}",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "enable.partition.eof": True, **extra})
-    try:
-        metadata = consumer.list_topics(topic, timeout=10)
-        partitions = sorted(metadata.topics[topic].partitions)
-        consumer.assign([CTopicPartition(topic, p, 0) for p in partitions])
-        rows: list[Row] = []
-        done: set[int] = set()
-        deadline = time.monotonic() + 60
-        while len(done) < len(partitions):
-            assert time.monotonic() < deadline, f"reading {topic}: no end of {done} in 60 s"
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == KafkaError._PARTITION_EOF:
-                    done.add(message.partition())
-                    continue
-                raise AssertionError(message.error())
-            done.discard(message.partition())
-            rows.append((message.partition(), message.offset(), message.key(), message.value(),
-                         message.timestamp()[1], list(message.headers() or [])))
-        return rows
-    finally:
-        consumer.close()
-
-
 def writer(df: Any, bootstrap: str, **options: str) -> Any:
     builder = df.write.format("streams").mode("append").option("kafka.bootstrap.servers",
                                                                 bootstrap)
