@@ -21,7 +21,7 @@ from aiokafka.structs import TopicPartition
 from connect.runtime import clients
 from connect.runtime.offsets import OffsetStore, offset_key, parse_key
 from streams.kafka import clients as kafka_clients
-from streams.kafka.internals import fetch_position, refresh_metadata
+from streams.kafka.internals import client_of, fetch_position, list_end_offsets, refresh_metadata
 
 if TYPE_CHECKING:
     from connect.runtime.config import WorkerConfig
@@ -50,6 +50,8 @@ class KafkaLog:
         self.producer = kafka_clients.producer(clients.base_kwargs(self.bootstrap), acks="all",
                                          enable_idempotence=False)
         await self.producer.start()
+        # The producer's client asks the end offsets (read_to_end): its metadata must hold the topic.
+        await self.producer.partitions_for(self.topic)
         self.consumer = kafka_clients.consumer(clients.base_kwargs(self.bootstrap),
                                          enable_auto_commit=False, auto_offset_reset="earliest",
                                          isolation_level=self.isolation_level)
@@ -116,8 +118,14 @@ class KafkaLog:
         await asyncio.wait_for(reached(), timeout)
 
     async def read_to_end(self, timeout: float = 60) -> None:
-        assert self.consumer is not None
-        ends = await self.consumer.end_offsets(list(self.positions))
+        """Until every record up to the end offsets asked now has been applied. The end offsets
+        are asked on the producer's connection: on the consumer's, the ListOffsets would wait
+        behind its fetch, which the broker holds up to fetch.max.wait.ms (500 ms) when no record
+        comes, and every task start (reading the offsets topic to its end) would wait with it.
+        The isolation level is the consumer's: read_committed stops at the last stable offset."""
+        assert self.consumer is not None and self.producer is not None
+        level = 1 if self.isolation_level == "read_committed" else 0
+        ends = await list_end_offsets(client_of(self.producer), list(self.positions), level)
         for tp, end in ends.items():
             await self.wait_for(tp, end, timeout)
 

@@ -20,7 +20,9 @@ aiokafka has no public API for a few things a Kafka Streams runtime needs:
   transaction another process began (``end_transaction``; the Spark sink);
 - a client stopped all the way when aiokafka's own stop is cut short (``stop_client``);
 - a read_committed consumer's high watermarks (its ``end_offsets`` gives the last stable offset),
-  which a changelog restore under exactly-once must reach (see ``high_watermarks``);
+  which a changelog restore under exactly-once must reach (see ``high_watermarks``), and end
+  offsets asked on another client's connection, not behind a consumer's waiting fetch
+  (``list_end_offsets``);
 - Kafka's ``delivery.timeout.ms`` (KIP-91): aiokafka gives up on a batch once it is older than
   ``request.timeout.ms`` (its accumulator's batch TTL), see ``set_delivery_timeout``;
 - the at_least_once membership lease (lease.py): the consumer's membership answers are noted
@@ -330,7 +332,20 @@ async def high_watermarks(consumer: AIOKafkaConsumer,
     was processed. Restoring read_committed up to the high watermark waits for every such
     transaction to end, committed or aborted.
     """
-    client = client_of(consumer)
+    return await list_end_offsets(client_of(consumer), partitions, isolation_level=0)
+
+
+async def list_end_offsets(client: AIOKafkaClient, partitions: list[TopicPartition],
+                           isolation_level: int) -> dict[TopicPartition, int]:
+    """The partitions' end offsets (ListOffsets, latest) through ``client``: isolation level 0
+    gives the high watermark, 1 the last stable offset (what a read_committed consumer's
+    ``end_offsets`` gives).
+
+    Why not the consumer's own ``end_offsets``: a consumer at the end of its partitions has a
+    fetch waiting at the broker for up to ``fetch.max.wait.ms``, and the broker answers a
+    connection's requests in order, so a ListOffsets sent behind it waits for that fetch too.
+    Kafka's ``KafkaBasedLog.readEndOffsets`` asks an admin client instead, for this reason.
+    """
     by_node: dict[int, dict[str, list[tuple[int, int]]]] = collections.defaultdict(
         lambda: collections.defaultdict(list))
     for tp in partitions:
@@ -343,7 +358,7 @@ async def high_watermarks(consumer: AIOKafkaConsumer,
         by_node[node][tp.topic].append((tp.partition, -1))  # -1: the latest offset
     result: dict[TopicPartition, int] = {}
     for node, topics in by_node.items():
-        response = await client.send(node, OffsetRequest(-1, 0, list(topics.items())))
+        response = await client.send(node, OffsetRequest(-1, isolation_level, list(topics.items())))
         for topic, parts in response.topics:
             for partition, error_code, *info in parts:
                 error = Errors.for_code(error_code)
