@@ -36,6 +36,7 @@ from streams.kafka.internals import (
     group_generation,
     group_metadata,
     high_watermarks,
+    list_end_offsets,
     set_delivery_timeout,
     wait_on_metadata,
 )
@@ -143,7 +144,8 @@ def test_membership_check_passes_for_the_current_generation_only(broker) -> None
 
 def test_high_watermarks_reach_past_an_open_transaction(broker) -> None:
     """A read_committed consumer's end_offsets stop at the last stable offset; high_watermarks
-    (what an exactly-once restore must reach) include the open transaction's records."""
+    (what an exactly-once restore must reach) include the open transaction's records.
+    list_end_offsets through another client (a Connect log's producer) gives either one."""
     topic = "contract-hw"
     create_topics(broker.bootstrap, {topic: 1})
     tp = TopicPartition(topic, 0)
@@ -162,6 +164,9 @@ def test_high_watermarks_reach_past_an_open_transaction(broker) -> None:
             stable = (await consumer.end_offsets([tp]))[tp]
             high = (await high_watermarks(consumer, [tp]))[tp]
             assert (stable, high) == (2, 4)  # record + commit marker; then two open records
+            other = client_of(producer)
+            assert (await list_end_offsets(other, [tp], isolation_level=1))[tp] == stable
+            assert (await list_end_offsets(other, [tp], isolation_level=0))[tp] == high
             await producer.commit_transaction()
             # Apache Kafka writes the commit marker after EndTxn has answered: poll for it.
             deadline = time.monotonic() + 10
