@@ -157,6 +157,11 @@ class Committer:
         await self.collector.wait_delivered(self._delivery_failed)
         if offsets:
             await self.consumer.commit(offsets)
+        elif self.lease is not None and self.tasks.tasks and not self.lease.holds():
+            # An idle commit sends nothing that could fail. Once the lease has run out (no
+            # Heartbeat answered for most of a session: a broker outage, a lost membership),
+            # ask the group here, so that an idle instance notices too and rejoins.
+            await self._renew_membership()
         await self._committed(offsets, force)
 
     def _delivery_failed(self, tp: tuple[str, int], count: int, exc: BaseException) -> None:
