@@ -28,7 +28,7 @@ from .assignors import ASSIGNORS, TopicPartition
 from .group_store import decode_consumer
 from .offsets_codec import CONSUMER_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
-from .record_format import group_key, member_key
+from .record_format import group_key, member_key, record_changes
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -255,14 +255,10 @@ class ConsumerGroups(GroupProtocol):
         group = self.groups.get(group_id)
         wanted = {} if group is None else self._records(group)
         written = self._written.get(group_id, {})
-        changes: list[tuple[bytes, bytes | None]] = [
-            (key, value) for key, value in wanted.items() if written.get(key) != value]
-        changes += [(key, None) for key in written if key not in wanted]
+        metadata = group_key(consumer_records.GROUP_METADATA, group_id)
+        changes = record_changes(wanted, written, metadata)
         if not changes:
             return
-        metadata = group_key(consumer_records.GROUP_METADATA, group_id)
-        changes = [c for c in changes if c[0] != metadata]
-        changes.append((metadata, wanted.get(metadata)))
         self.coordinator.offsets.write_records(group_id, changes)
         if wanted:
             self._written[group_id] = wanted

@@ -146,3 +146,18 @@ def group_key(record_type: int, group_id: str) -> bytes:
 
 def member_key(record_type: int, group_id: str, member_id: str) -> bytes:
     return struct.pack(">h", record_type) + _key_string(group_id) + _key_string(member_id)
+
+
+def record_changes(wanted: dict[bytes, bytes], written: dict[bytes, bytes],
+                   metadata_key: bytes) -> list[tuple[bytes, bytes | None]]:
+    """What to write so that a group's records in ``__consumer_offsets`` become ``wanted``:
+    the records that changed since ``written``, tombstones for those no longer wanted, and the
+    group's metadata record last (so it stays the group's latest record at the next start);
+    nothing when nothing changed."""
+    changes: list[tuple[bytes, bytes | None]] = [
+        (key, value) for key, value in wanted.items()
+        if written.get(key) != value and key != metadata_key]
+    changes += [(key, None) for key in written if key not in wanted and key != metadata_key]
+    if not changes and written.get(metadata_key) == wanted.get(metadata_key):
+        return []
+    return [*changes, (metadata_key, wanted.get(metadata_key))]

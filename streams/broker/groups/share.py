@@ -30,6 +30,7 @@ from .group_configs import is_true
 from .group_store import decode_share
 from .offsets_codec import SHARE_GROUP_KEY_VERSION, CorruptOffsetRecord
 from .protocols import GroupListing, GroupProtocol, GroupType
+from .record_format import record_changes
 from .share_partition import ShareConfig, SharePartition
 from .share_state import ShareKey, ShareSnapshot, ShareStateStore
 
@@ -222,14 +223,10 @@ class ShareGroupProtocol(GroupProtocol):
         group = self.groups.get(group_id)
         wanted = {} if group is None else self._records(group)
         written = self._written.get(group_id, {})
-        changes: list[tuple[bytes, bytes | None]] = [
-            (key, value) for key, value in wanted.items() if written.get(key) != value]
-        changes += [(key, None) for key in written if key not in wanted]
+        metadata = share_records.group_key(share_records.GROUP_METADATA, group_id)
+        changes = record_changes(wanted, written, metadata)
         if not changes:
             return
-        metadata = share_records.group_key(share_records.GROUP_METADATA, group_id)
-        changes = [c for c in changes if c[0] != metadata]
-        changes.append((metadata, wanted.get(metadata)))
         self.coordinator.offsets.write_records(group_id, changes)
         if wanted:
             self._written[group_id] = wanted
